@@ -1,0 +1,206 @@
+//! The [`Agent`] trait and the [`Context`] its hooks and handlers receive.
+
+use crate::cell::DynCell;
+use crate::coop::{Coop, CoopHandle, CoopInner, DeregReason};
+use crate::env::Environment;
+use crate::error::{RegisterError, SubscribeError};
+use crate::mbox::Mbox;
+use crate::message::{Envelope, Mutable};
+use crate::subscription::Subscriptions;
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// What a failing [`Agent::define`] returns: any error, boxed.
+pub type DefineError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// An agent: a state machine that reacts to messages.
+///
+/// Hooks run in SObjectizer's order (see `docs/runtime-semantics.md`):
+/// 1. [`define`](Agent::define) on the thread that registers the cooperation, for every agent
+///    of it, before any of them starts; it subscribes handlers. An error (or a panic) here
+///    cancels the whole registration.
+/// 2. [`start`](Agent::start) on the agent's worker thread, as the agent's first event.
+/// 3. Handlers, one message at a time, never two at once for one agent.
+/// 4. [`finish`](Agent::finish) on the worker thread when the cooperation deregisters, after
+///    the last message that was pending when deregistration began.
+///
+/// ```
+/// use cohort::{Agent, Context, DefineError};
+///
+/// struct Hello;
+/// struct Greet(&'static str);
+///
+/// struct Greeter { greeted: usize }
+///
+/// impl Greeter {
+///     fn on_greet(&mut self, msg: &Greet, ctx: &mut Context<'_, Self>) {
+///         self.greeted += 1;
+///         println!("hello, {}", msg.0);
+///         ctx.stop_environment();
+///     }
+/// }
+///
+/// impl Agent for Greeter {
+///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+///         ctx.on(Self::on_greet)?;
+///         Ok(())
+///     }
+///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.self_mbox().send(Greet("world"));
+///     }
+/// }
+///
+/// cohort::launch(|env| {
+///     let mut coop = env.new_coop();
+///     coop.add(Greeter { greeted: 0 });
+///     env.register_coop(coop)?;
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
+pub trait Agent: Send + Sized + 'static {
+    /// Subscribes handlers. Runs on the registering thread before any agent of the
+    /// cooperation starts; an error cancels the registration of the whole cooperation.
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// The agent's first event, on its worker thread.
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+
+    /// The agent's last event, on its worker thread, when its cooperation deregisters.
+    fn finish(&mut self, ctx: &mut Context<'_, Self>) {
+        let _ = ctx;
+    }
+
+    /// The name used in errors and logs; the type name by default.
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(std::any::type_name::<Self>())
+    }
+}
+
+/// What an agent's hooks and handlers can do: subscribe, send to itself, create child
+/// cooperations, deregister its cooperation, stop the environment.
+///
+/// A context is built on the stack for each call (three words); it is not kept.
+pub struct Context<'a, A: Agent> {
+    cell: NonNull<DynCell>,
+    coop: *const CoopInner,
+    subs: &'a mut Subscriptions<A>,
+}
+
+impl<'a, A: Agent> Context<'a, A> {
+    #[inline]
+    pub(crate) fn new(
+        cell: NonNull<DynCell>,
+        coop: *const CoopInner,
+        subs: &'a mut Subscriptions<A>,
+    ) -> Self {
+        Self { cell, coop, subs }
+    }
+
+    fn cell(&self) -> &DynCell {
+        // SAFETY: a context only exists while one of the agent's hooks runs, when the cell is
+        // alive.
+        unsafe { self.cell.as_ref() }
+    }
+
+    /// The agent's own direct mailbox.
+    pub fn self_mbox(&self) -> Mbox {
+        let ptr = self.cell.as_ptr() as *const DynCell;
+        // SAFETY: the cell is owned by an `Arc` (cells are only created in `Arc`s) and alive;
+        // taking one more strong count and wrapping it is what `Arc::clone` does.
+        let arc = unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        };
+        Mbox::direct(arc)
+    }
+
+    /// Subscribes `handler` to immutable messages of type `M` sent to the agent's direct
+    /// mailbox. The handler takes the message by reference.
+    ///
+    /// A second subscription for the same type is an error.
+    pub fn on<M, F>(&mut self, mut handler: F) -> Result<(), SubscribeError>
+    where
+        M: Send + 'static,
+        F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
+    {
+        let id = self.cell().mbox_id();
+        self.subs.add(
+            id,
+            TypeId::of::<M>(),
+            std::any::type_name::<M>(),
+            Box::new(move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
+                // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
+                // envelopes built from an immutable `M` carry.
+                let msg = unsafe { env.get::<M>() };
+                handler(agent, msg, ctx)
+            }),
+        )
+    }
+
+    /// Subscribes `handler` to mutable messages of type `M` (sent with
+    /// [`Mbox::send_mut`]): the handler takes the message by value.
+    pub fn on_mut<M, F>(&mut self, mut handler: F) -> Result<(), SubscribeError>
+    where
+        M: Send + 'static,
+        F: for<'c> FnMut(&mut A, M, &mut Context<'c, A>) + Send + 'static,
+    {
+        let id = self.cell().mbox_id();
+        self.subs.add(
+            id,
+            TypeId::of::<Mutable<M>>(),
+            std::any::type_name::<Mutable<M>>(),
+            Box::new(move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
+                // SAFETY: the key `TypeId::of::<Mutable<M>>()` is only carried by envelopes
+                // built by `Envelope::mutable::<M>`; the message is taken exactly once.
+                let msg = unsafe { env.take::<M>() };
+                handler(agent, msg, ctx)
+            }),
+        )
+    }
+
+    /// Removes the subscription to immutable `M` on the direct mailbox; true if there was one.
+    /// Takes effect for the next message (not for a subscription made in this same call).
+    pub fn unsubscribe<M: 'static>(&mut self) -> bool {
+        let id = self.cell().mbox_id();
+        self.subs.remove(id, TypeId::of::<M>())
+    }
+
+    /// The environment this agent lives in.
+    pub fn environment(&self) -> Environment {
+        Environment::from_shared(self.cell().header.env.clone())
+    }
+
+    /// Stops the environment (deregisters every cooperation). Idempotent.
+    pub fn stop_environment(&self) {
+        self.cell().header.env.stop();
+    }
+
+    /// A handle to this agent's cooperation.
+    pub fn coop(&self) -> CoopHandle {
+        // SAFETY: see `coop_inner`; the pointer came from an `Arc<CoopInner>` that is alive.
+        CoopHandle::new(unsafe { CoopInner::arc_from_ptr(self.coop) })
+    }
+
+    /// Deregisters this agent's cooperation (with its children) with `reason`.
+    pub fn deregister_coop(&self, reason: DeregReason) {
+        self.coop().deregister(reason);
+    }
+
+    /// A new cooperation builder whose parent is this agent's cooperation.
+    pub fn new_child_coop(&self) -> Coop {
+        Coop::new(self.environment(), Some(self.coop().into_inner()))
+    }
+
+    /// Registers a cooperation built with [`Context::new_child_coop`] (or any other builder).
+    pub fn register_coop(&self, coop: Coop) -> Result<CoopHandle, RegisterError> {
+        coop.register()
+    }
+}

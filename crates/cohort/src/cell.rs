@@ -1,0 +1,364 @@
+//! [`AgentCell`]: where an agent lives once added to a cooperation.
+//!
+//! A cell is one allocation: a [`Header`] that any thread may read (the agent's status and
+//! the queue it is bound to) and a body that only the thread running the agent's queue touches
+//! (the agent itself, its subscriptions). Cells are type-erased as [`DynCell`]; the one dynamic
+//! call per message goes from the worker into [`ErasedBody::handle`], which is monomorphised
+//! per agent type.
+
+use crate::agent::{Agent, Context};
+use crate::coop::{CoopInner, DeregReason};
+use crate::env::EnvShared;
+use crate::mbox::MboxId;
+use crate::message::Envelope;
+use crate::panic::PanicReaction;
+use crate::queue::EventQueue;
+use crate::subscription::Subscriptions;
+use std::any::Any;
+use std::borrow::Cow;
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+pub use crate::dead_letter::DeliveryFailure;
+
+/// Agent status: added to a cooperation that is not registered yet.
+pub(crate) const NEW: u8 = 0;
+/// Registered: accepts messages.
+pub(crate) const ACTIVE: u8 = 1;
+/// Its cooperation is deregistering: no new messages, pending ones still run.
+pub(crate) const FINISHING: u8 = 2;
+/// `finish` has run: nothing runs any more.
+pub(crate) const FINISHED: u8 = 3;
+
+/// The part of an agent any thread may read.
+pub(crate) struct Header {
+    status: AtomicU8,
+    /// Written once at registration, before the status becomes `ACTIVE` (release), and read
+    /// only after observing `ACTIVE` or later (acquire).
+    queue: UnsafeCell<Option<Arc<EventQueue>>>,
+    pub(crate) env: Arc<EnvShared>,
+}
+
+impl Header {
+    pub(crate) fn new(env: Arc<EnvShared>) -> Self {
+        Self { status: AtomicU8::new(NEW), queue: UnsafeCell::new(None), env }
+    }
+
+    #[inline]
+    pub(crate) fn status(&self) -> u8 {
+        self.status.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_status(&self, s: u8) {
+        self.status.store(s, Ordering::Release)
+    }
+
+    /// Binds the agent's queue.
+    ///
+    /// # Safety
+    /// Called once, by the registering thread, before the status leaves `NEW`.
+    pub(crate) unsafe fn bind_queue(&self, q: Arc<EventQueue>) {
+        // SAFETY: nobody reads `queue` before the status leaves `NEW` (caller), so this write
+        // does not race; the release store of the status publishes it.
+        unsafe { *self.queue.get() = Some(q) }
+    }
+
+    /// The bound queue.
+    ///
+    /// # Safety
+    /// The caller observed a status other than `NEW` (acquire), so the queue is bound.
+    #[inline]
+    pub(crate) unsafe fn queue(&self) -> &EventQueue {
+        // SAFETY: written before the status left `NEW`, never written again (caller).
+        match unsafe { &*self.queue.get() } {
+            Some(q) => q,
+            None => unreachable!("agent queue read before binding"),
+        }
+    }
+
+    /// Counts an undeliverable message and hands it to the environment's hook.
+    #[cold]
+    pub(crate) fn dead_letter(&self, msg: Envelope, why: DeliveryFailure) {
+        self.env.dead_letter(msg.type_name(), why);
+    }
+}
+
+/// An agent's home: header plus body.
+pub(crate) struct AgentCell<B: ?Sized> {
+    pub(crate) header: Header,
+    body: UnsafeCell<B>,
+}
+
+/// A cell with its agent type erased.
+pub(crate) type DynCell = AgentCell<dyn ErasedBody>;
+
+// SAFETY: the header is `Sync` by itself; the body is only accessed by the thread that runs
+// the agent's queue (one at a time) or by the registering thread before any worker sees it.
+unsafe impl<B: ?Sized + Send> Sync for AgentCell<B> {}
+
+impl<A: Agent> AgentCell<AgentBody<A>> {
+    pub(crate) fn new(env: Arc<EnvShared>, agent: A) -> Arc<Self> {
+        Arc::new(Self {
+            header: Header::new(env),
+            body: UnsafeCell::new(AgentBody {
+                subs: Subscriptions::new(),
+                coop: std::ptr::null(),
+                pending: None,
+                started: false,
+                panic_reaction: None,
+                agent,
+            }),
+        })
+    }
+
+    /// The agent itself, before registration.
+    ///
+    /// # Safety
+    /// The cell is not registered yet and the caller has the only access to its body.
+    pub(crate) unsafe fn agent_mut(&self) -> &mut A {
+        // SAFETY: as the caller guarantees.
+        unsafe { &mut (*self.body.get()).agent }
+    }
+
+    /// # Safety
+    /// As for [`AgentCell::agent_mut`].
+    pub(crate) unsafe fn set_panic_reaction(&self, r: PanicReaction) {
+        // SAFETY: as the caller guarantees.
+        unsafe { (*self.body.get()).panic_reaction = Some(r) }
+    }
+}
+
+impl DynCell {
+    /// The body.
+    ///
+    /// # Safety
+    /// The caller runs this agent's queue, or registers the agent before any worker sees it;
+    /// no other reference to the body is alive.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn body(&self) -> &mut dyn ErasedBody {
+        // SAFETY: exclusive access as the caller guarantees.
+        unsafe { &mut *self.body.get() }
+    }
+
+    /// The direct mailbox id: the cell's address.
+    #[inline]
+    pub(crate) fn mbox_id(&self) -> MboxId {
+        MboxId((self as *const Self).cast::<()>() as usize)
+    }
+}
+
+/// A reference to an agent held by a demand: borrowed on the local path (no refcount; see
+/// `docs/runtime-semantics.md`, "Agent lifetime"), owned on the remote path.
+pub(crate) struct AgentRef {
+    ptr: NonNull<DynCell>,
+    owned: bool,
+}
+
+// SAFETY: a `DynCell` is `Sync`; an owned ref is an `Arc`, a borrowed one never leaves the
+// thread that runs the agent's queue.
+unsafe impl Send for AgentRef {}
+
+impl AgentRef {
+    /// A borrowed reference.
+    ///
+    /// # Safety
+    /// The caller runs the agent's queue and saw the agent `ACTIVE`: the cell then stays alive
+    /// until its cooperation releases it, which happens after this demand runs.
+    #[inline]
+    pub(crate) unsafe fn borrowed(cell: &Arc<DynCell>) -> Self {
+        Self { ptr: NonNull::from(&**cell), owned: false }
+    }
+
+    /// An owned reference (one strong count).
+    #[inline]
+    pub(crate) fn owned(cell: Arc<DynCell>) -> Self {
+        // SAFETY: `Arc::into_raw` never returns null.
+        let ptr = unsafe { NonNull::new_unchecked(Arc::into_raw(cell) as *mut DynCell) };
+        Self { ptr, owned: true }
+    }
+
+    #[inline]
+    pub(crate) fn header(&self) -> &Header {
+        // SAFETY: the cell is alive while this reference exists (see constructors).
+        unsafe { &self.ptr.as_ref().header }
+    }
+
+    /// Runs a message on the agent. Called by the thread that runs the agent's queue.
+    #[inline]
+    pub(crate) fn handle(self, mbox: MboxId, msg: Envelope) {
+        // SAFETY: demands run on the thread that runs the agent's queue, one at a time, and
+        // the cell is alive (constructors).
+        unsafe { self.ptr.as_ref().body() }.handle(self.ptr, mbox, msg);
+    }
+}
+
+impl Drop for AgentRef {
+    #[inline]
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: an owned ref holds one strong count taken by `Arc::into_raw`.
+            unsafe { drop(Arc::from_raw(self.ptr.as_ptr() as *const DynCell)) }
+        }
+    }
+}
+
+/// Why an agent's `define` failed.
+#[derive(Debug)]
+pub(crate) enum DefineFailure {
+    Failed(crate::agent::DefineError),
+    Panicked(String),
+}
+
+/// The agent-type-specific entry points, called through one dynamic call.
+pub(crate) trait ErasedBody: Send {
+    fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope);
+    fn start(&mut self, this: NonNull<DynCell>);
+    fn finish(&mut self, this: NonNull<DynCell>);
+    fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure>;
+    fn attach(&mut self, coop: *const CoopInner);
+    fn name(&self) -> Cow<'static, str>;
+}
+
+/// An agent with its runtime state.
+pub(crate) struct AgentBody<A: Agent> {
+    subs: Subscriptions<A>,
+    /// The agent's cooperation: set at registration, valid until the agent has finished
+    /// (the cooperation outlives the handling of its agents' demands).
+    coop: *const CoopInner,
+    /// Messages that arrived before `start` ran, replayed right after it.
+    pending: Option<Box<VecDeque<(MboxId, Envelope)>>>,
+    started: bool,
+    panic_reaction: Option<PanicReaction>,
+    agent: A,
+}
+
+// SAFETY: `coop` points to a `Sync` cooperation; everything else is `Send` since `A: Send`.
+unsafe impl<A: Agent> Send for AgentBody<A> {}
+
+impl<A: Agent> AgentBody<A> {
+    #[cold]
+    fn on_panic(&mut self, this: NonNull<DynCell>, during: &str, payload: Box<dyn Any + Send>) {
+        // SAFETY: the cell is alive while its demands run.
+        let header = unsafe { &this.as_ref().header };
+        // SAFETY: `coop` is valid while the agent runs (field doc).
+        let coop = unsafe { CoopInner::arc_from_ptr(self.coop) };
+        let reaction = self
+            .panic_reaction
+            .or(coop.panic_reaction())
+            .unwrap_or(header.env.panic_reaction);
+        let what = panic_message(&*payload);
+        tracing::error!(
+            agent = %self.agent.name(),
+            during,
+            panic = %what,
+            ?reaction,
+            "agent handler panicked"
+        );
+        header.env.count_panic();
+        match reaction {
+            PanicReaction::Abort => std::process::abort(),
+            PanicReaction::ShutdownEnvironment => header.env.stop(),
+            PanicReaction::DeregisterCoop => coop.deregister(DeregReason::Panic),
+            PanicReaction::Ignore => {}
+        }
+    }
+
+    fn apply_new_subs(&mut self, new: Subscriptions<A>) {
+        if let Err(e) = self.subs.merge(new) {
+            tracing::error!(agent = %self.agent.name(), error = %e, "subscription rejected");
+        }
+    }
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> Cow<'static, str> {
+    if let Some(s) = p.downcast_ref::<&'static str>() {
+        Cow::Borrowed(s)
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        Cow::Owned(s.clone())
+    } else {
+        Cow::Borrowed("<non-string panic payload>")
+    }
+}
+
+impl<A: Agent> ErasedBody for AgentBody<A> {
+    #[inline]
+    fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
+        if !self.started {
+            self.pending.get_or_insert_with(Default::default).push_back((mbox, msg));
+            return;
+        }
+        // SAFETY: the cell is alive while its demands run.
+        let header = unsafe { &this.as_ref().header };
+        if header.status() == FINISHED {
+            return header.dead_letter(msg, DeliveryFailure::ReceiverGone);
+        }
+        let Some(handler) = self.subs.find(mbox, msg.key()) else {
+            return header.dead_letter(msg, DeliveryFailure::NoHandler);
+        };
+        let type_name = msg.type_name_fn();
+        let mut new_subs = Subscriptions::new();
+        let mut ctx = Context::new(this, self.coop, &mut new_subs);
+        let agent = &mut self.agent;
+        let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
+        if !new_subs.is_empty() {
+            self.apply_new_subs(new_subs);
+        }
+        if let Err(payload) = result {
+            self.on_panic(this, type_name(), payload);
+        }
+    }
+
+    fn start(&mut self, this: NonNull<DynCell>) {
+        self.started = true;
+        let mut new_subs = Subscriptions::new();
+        let mut ctx = Context::new(this, self.coop, &mut new_subs);
+        let agent = &mut self.agent;
+        let result = catch_unwind(AssertUnwindSafe(|| agent.start(&mut ctx)));
+        if !new_subs.is_empty() {
+            self.apply_new_subs(new_subs);
+        }
+        if let Err(payload) = result {
+            self.on_panic(this, "start", payload);
+        }
+        if let Some(pending) = self.pending.take() {
+            for (mbox, msg) in *pending {
+                self.handle(this, mbox, msg);
+            }
+        }
+    }
+
+    fn finish(&mut self, this: NonNull<DynCell>) {
+        let mut new_subs = Subscriptions::new();
+        let mut ctx = Context::new(this, self.coop, &mut new_subs);
+        let agent = &mut self.agent;
+        let result = catch_unwind(AssertUnwindSafe(|| agent.finish(&mut ctx)));
+        if let Err(payload) = result {
+            self.on_panic(this, "finish", payload);
+        }
+        // Handlers will not run again: free them now rather than when the last mailbox goes.
+        self.subs = Subscriptions::new();
+    }
+
+    fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure> {
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
+        let agent = &mut self.agent;
+        match catch_unwind(AssertUnwindSafe(|| agent.define(&mut ctx))) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(DefineFailure::Failed(e)),
+            Err(p) => Err(DefineFailure::Panicked(panic_message(&*p).into_owned())),
+        }
+    }
+
+    fn attach(&mut self, coop: *const CoopInner) {
+        self.coop = coop;
+    }
+
+    fn name(&self) -> Cow<'static, str> {
+        self.agent.name()
+    }
+}

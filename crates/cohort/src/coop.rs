@@ -1,0 +1,665 @@
+//! Cooperations: agents registered and deregistered as a unit.
+//!
+//! [`Coop`] is the builder: add agents, choose binders, then register it (through
+//! [`Environment::register_coop`](crate::Environment::register_coop) or
+//! [`Context::register_coop`](crate::Context::register_coop)). Registration is all or nothing.
+//! [`CoopHandle`] deregisters it later.
+//!
+//! Deregistration runs children first: a cooperation's agents receive `finish` only once all
+//! its child cooperations are fully gone. A cooperation is fully gone when every agent has
+//! run `finish`; then its parent hears of it, and its `notify_deregistered` mailboxes receive
+//! [`CoopDeregistered`].
+
+use crate::agent::Agent;
+use crate::cell::{ACTIVE, AgentBody, AgentCell, DefineFailure, DynCell, FINISHED, FINISHING};
+use crate::demand::Demand;
+use crate::dispatcher::Binder;
+use crate::env::{EnvShared, Environment};
+use crate::error::RegisterError;
+use crate::mbox::Mbox;
+use crate::panic::PanicReaction;
+use crate::queue::EventQueue;
+use std::any::TypeId;
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A cooperation's identity, unique within its environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CoopId(pub u64);
+
+/// Why a cooperation was deregistered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeregReason {
+    /// Its work is done.
+    Normal,
+    /// The environment is stopping.
+    Shutdown,
+    /// Its parent cooperation is deregistering.
+    Parent,
+    /// One of its agents panicked (reaction [`PanicReaction::DeregisterCoop`]).
+    Panic,
+    /// An application-defined code.
+    User(u32),
+}
+
+/// Sent to each `notify_registered` mailbox once a cooperation is registered.
+#[derive(Debug, Clone)]
+pub struct CoopRegistered {
+    /// The cooperation.
+    pub id: CoopId,
+    /// Its name, if it was given one.
+    pub name: Option<String>,
+}
+
+/// Sent to each `notify_deregistered` mailbox once a cooperation is fully gone (every agent
+/// has run `finish`).
+#[derive(Debug, Clone)]
+pub struct CoopDeregistered {
+    /// The cooperation.
+    pub id: CoopId,
+    /// Its name, if it was given one.
+    pub name: Option<String>,
+    /// Why it was deregistered.
+    pub reason: DeregReason,
+}
+
+/// A lifecycle step run by a worker for one group of agents.
+pub(crate) enum Step {
+    Start,
+    /// `drained`: the queue's remote half was already moved ahead of this demand once.
+    Finish { drained: bool },
+}
+
+struct PendingAgent {
+    cell: Arc<DynCell>,
+    type_id: TypeId,
+    binder: Option<Binder>,
+}
+
+/// A typed handle to an agent added to a [`Coop`] that is being built.
+pub struct AgentHandle<A> {
+    index: usize,
+    mbox: Mbox,
+    _agent: PhantomData<fn() -> A>,
+}
+
+impl<A> AgentHandle<A> {
+    /// The agent's direct mailbox.
+    pub fn mbox(&self) -> Mbox {
+        self.mbox.clone()
+    }
+
+    /// The agent's position in its cooperation (order of `add`).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+impl<A> fmt::Debug for AgentHandle<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentHandle").field("index", &self.index).field("mbox", &self.mbox).finish()
+    }
+}
+
+/// A cooperation being built.
+///
+/// ```
+/// use cohort::{Agent, Context, DefineError, DeregReason};
+///
+/// struct Worker;
+/// impl Agent for Worker {
+///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.deregister_coop(DeregReason::Normal);
+///     }
+/// }
+///
+/// cohort::launch(|env| {
+///     let mut coop = env.new_coop();
+///     coop.set_name("workers");
+///     coop.add(Worker);
+///     coop.add(Worker);
+///     env.register_coop(coop)?;
+///     Ok(())
+/// })
+/// .unwrap(); // returns once the cooperation is gone (autoshutdown)
+/// ```
+pub struct Coop {
+    env: Environment,
+    parent: Option<Arc<CoopInner>>,
+    binder: Option<Binder>,
+    agents: Vec<PendingAgent>,
+    extras: CoopExtras,
+}
+
+#[derive(Default)]
+struct CoopExtras {
+    name: Option<String>,
+    panic_reaction: Option<PanicReaction>,
+    notify_registered: Vec<Mbox>,
+    notify_deregistered: Vec<Mbox>,
+}
+
+impl CoopExtras {
+    fn is_empty(&self) -> bool {
+        self.name.is_none()
+            && self.panic_reaction.is_none()
+            && self.notify_registered.is_empty()
+            && self.notify_deregistered.is_empty()
+    }
+}
+
+impl Coop {
+    pub(crate) fn new(env: Environment, parent: Option<Arc<CoopInner>>) -> Self {
+        Self { env, parent, binder: None, agents: Vec::new(), extras: CoopExtras::default() }
+    }
+
+    /// Adds an agent bound to the cooperation's binder (the environment's default dispatcher
+    /// unless [`Coop::set_binder`] chose another).
+    pub fn add<A: Agent>(&mut self, agent: A) -> AgentHandle<A> {
+        self.push(agent, None)
+    }
+
+    /// Adds an agent bound to its own binder.
+    pub fn add_with_binder<A: Agent>(&mut self, agent: A, binder: Binder) -> AgentHandle<A> {
+        self.push(agent, Some(binder))
+    }
+
+    fn push<A: Agent>(&mut self, agent: A, binder: Option<Binder>) -> AgentHandle<A> {
+        let cell = AgentCell::new(self.env.shared().clone(), agent);
+        let cell: Arc<DynCell> = cell;
+        let mbox = Mbox::direct(cell.clone());
+        let index = self.agents.len();
+        self.agents.push(PendingAgent { cell, type_id: TypeId::of::<A>(), binder });
+        AgentHandle { index, mbox, _agent: PhantomData }
+    }
+
+    fn typed<A: Agent>(&self, h: &AgentHandle<A>) -> &AgentCell<AgentBody<A>> {
+        let pa = &self.agents[h.index];
+        assert_eq!(pa.type_id, TypeId::of::<A>(), "agent handle used with another cooperation");
+        // SAFETY: the type id matches, so this cell was created as `AgentCell<AgentBody<A>>`
+        // and only unsized to `DynCell`; casting the data pointer back is sound.
+        unsafe { &*(Arc::as_ptr(&pa.cell) as *const AgentCell<AgentBody<A>>) }
+    }
+
+    /// The agent behind `handle`, to finish wiring it before registration (for instance, to
+    /// give it the mailbox of an agent added after it).
+    ///
+    /// # Panics
+    /// If `handle` comes from another cooperation.
+    pub fn agent_mut<A: Agent>(&mut self, handle: &AgentHandle<A>) -> &mut A {
+        let cell = self.typed(handle);
+        // SAFETY: the cooperation is not registered and `&mut self` is the only way to reach
+        // the agent's body; sends to it are rejected while its status is `NEW`.
+        unsafe { cell.agent_mut() }
+    }
+
+    /// Sets one agent's panic reaction (overrides the cooperation's).
+    pub fn set_agent_panic_reaction<A: Agent>(&mut self, handle: &AgentHandle<A>, r: PanicReaction) {
+        let cell = self.typed(handle);
+        // SAFETY: as in `agent_mut`.
+        unsafe { cell.set_panic_reaction(r) }
+    }
+
+    /// Binds the agents added without a binder of their own.
+    pub fn set_binder(&mut self, binder: Binder) -> &mut Self {
+        self.binder = Some(binder);
+        self
+    }
+
+    /// Names the cooperation (for logs and notifications).
+    pub fn set_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.extras.name = Some(name.into());
+        self
+    }
+
+    /// The panic reaction of this cooperation's agents (overrides the environment's).
+    pub fn set_panic_reaction(&mut self, r: PanicReaction) -> &mut Self {
+        self.extras.panic_reaction = Some(r);
+        self
+    }
+
+    /// Makes this cooperation a child of `parent`: it deregisters with it.
+    pub fn set_parent(&mut self, parent: &CoopHandle) -> &mut Self {
+        self.parent = Some(parent.inner.clone());
+        self
+    }
+
+    /// `mbox` receives [`CoopRegistered`] once this cooperation is registered.
+    pub fn notify_registered(&mut self, mbox: Mbox) -> &mut Self {
+        self.extras.notify_registered.push(mbox);
+        self
+    }
+
+    /// `mbox` receives [`CoopDeregistered`] once this cooperation is fully gone.
+    pub fn notify_deregistered(&mut self, mbox: Mbox) -> &mut Self {
+        self.extras.notify_deregistered.push(mbox);
+        self
+    }
+
+    /// Number of agents added.
+    pub fn len(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// True if no agent was added.
+    pub fn is_empty(&self) -> bool {
+        self.agents.is_empty()
+    }
+
+    /// Registers the cooperation: binds every agent, runs every `define` on this thread, then
+    /// queues every `start`. All or nothing: on error nothing starts and nothing stays bound.
+    pub(crate) fn register(self) -> Result<CoopHandle, RegisterError> {
+        let Coop { env, parent, binder, agents, extras } = self;
+        let shared = env.shared();
+        if agents.is_empty() {
+            return Err(RegisterError::EmptyCoop);
+        }
+        if shared.is_stopping() {
+            return Err(RegisterError::EnvironmentStopped);
+        }
+        let default = binder.unwrap_or_else(|| shared.default_binder());
+
+        // 1. Bind every agent to its dispatcher.
+        let mut bound: Vec<(Arc<DynCell>, Binder, Arc<EventQueue>)> = Vec::with_capacity(agents.len());
+        for (index, pa) in agents.into_iter().enumerate() {
+            let b = pa.binder.unwrap_or_else(|| default.clone());
+            match b.bind() {
+                Ok(q) => bound.push((pa.cell, b, q)),
+                Err(source) => {
+                    // SAFETY: not registered: this thread has the only access to the body.
+                    let agent = unsafe { pa.cell.body() }.name().into_owned();
+                    unbind_all(&bound);
+                    return Err(RegisterError::Bind { agent, index, source });
+                }
+            }
+        }
+
+        let parent = match parent.or_else(|| shared.root()) {
+            Some(p) => p,
+            None => {
+                unbind_all(&bound);
+                return Err(RegisterError::EnvironmentStopped);
+            }
+        };
+
+        // 2. Group the agents by queue (stable: start order within a queue is `add` order).
+        let n = bound.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        let same_queue = bound.iter().all(|(_, _, q)| Arc::ptr_eq(q, &bound[0].2));
+        if !same_queue {
+            order.sort_by_key(|&i| Arc::as_ptr(&bound[i].2) as usize);
+        }
+        let mut groups: Vec<Group> = Vec::new();
+        let mut cells: Vec<Arc<DynCell>> = Vec::with_capacity(n);
+        let mut position = vec![0usize; n];
+        for (pos, &i) in order.iter().enumerate() {
+            let (cell, b, q) = &bound[i];
+            position[i] = pos;
+            match groups.last_mut() {
+                Some(g) if Arc::ptr_eq(&g.queue, q) => g.end += 1,
+                _ => groups.push(Group { queue: q.clone(), binder: b.clone(), start: pos as u32, end: pos as u32 + 1 }),
+            }
+            cells.push(cell.clone());
+        }
+        let queues: Vec<Arc<EventQueue>> = bound.iter().map(|(_, _, q)| q.clone()).collect();
+        let binders: Vec<Binder> = bound.iter().map(|(_, b, _)| b.clone()).collect();
+        drop(bound);
+
+        let coop = Arc::new(CoopInner {
+            id: shared.next_coop_id(),
+            env: shared.clone(),
+            parent: Some(parent.clone()),
+            agents: cells.into_boxed_slice(),
+            groups: groups.into_boxed_slice(),
+            state: Mutex::new(CoopState {
+                status: CoopStatus::Registering,
+                reason: DeregReason::Normal,
+                children: Vec::new(),
+            }),
+            pending: AtomicUsize::new(1),
+            groups_left: AtomicUsize::new(0),
+            slot: AtomicUsize::new(usize::MAX),
+            extras: if extras.is_empty() { None } else { Some(Box::new(extras)) },
+        });
+        coop.groups_left.store(coop.groups.len(), Ordering::Relaxed);
+        let cleanup = |coop: &CoopInner| {
+            for (q, b) in queues.iter().zip(&binders) {
+                b.unbind(q);
+            }
+            let _ = coop;
+        };
+
+        // 3. Attach and define, in `add` order, on this thread.
+        for (i, &pos) in position.iter().enumerate() {
+            let cell = &coop.agents[pos];
+            // SAFETY: not registered yet: this thread has the only access to the body, and
+            // the queue is written before the status leaves `NEW`.
+            unsafe {
+                cell.header.bind_queue(queues[i].clone());
+                cell.body().attach(Arc::as_ptr(&coop));
+            }
+            // SAFETY: as above.
+            let result = unsafe { cell.body().define(NonNull::from(&**cell)) };
+            if let Err(failure) = result {
+                // SAFETY: as above.
+                let agent = unsafe { cell.body() }.name().into_owned();
+                cleanup(&coop);
+                let reason = match failure {
+                    DefineFailure::Failed(e) => e.to_string(),
+                    DefineFailure::Panicked(p) => format!("panicked: {p}"),
+                };
+                return Err(RegisterError::Define { agent, index: i, reason });
+            }
+        }
+
+        // 4. Join the parent, activate, queue the starts: under the parent's lock, so that a
+        //    parent deregistering concurrently either refuses this child or sees it started.
+        {
+            let mut pstate = parent.lock_state();
+            if pstate.status != CoopStatus::Registered {
+                drop(pstate);
+                cleanup(&coop);
+                return Err(if parent.parent.is_none() {
+                    RegisterError::EnvironmentStopped
+                } else {
+                    RegisterError::ParentDeregistering
+                });
+            }
+            coop.slot.store(pstate.children.len(), Ordering::Relaxed);
+            pstate.children.push(coop.clone());
+            parent.pending.fetch_add(1, Ordering::AcqRel);
+            coop.lock_state().status = CoopStatus::Registered;
+            shared.coop_registered();
+            for cell in coop.agents.iter() {
+                cell.header.set_status(ACTIVE);
+            }
+            for (g, group) in coop.groups.iter().enumerate() {
+                group.queue.push(Demand::Lifecycle { coop: coop.clone(), group: g as u32, step: Step::Start });
+            }
+        }
+        if let Some(x) = &coop.extras {
+            for m in &x.notify_registered {
+                m.send(CoopRegistered { id: coop.id, name: x.name.clone() });
+            }
+        }
+        Ok(CoopHandle { inner: coop })
+    }
+}
+
+fn unbind_all(bound: &[(Arc<DynCell>, Binder, Arc<EventQueue>)]) {
+    for (_, b, q) in bound {
+        b.unbind(q);
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CoopStatus {
+    Registering,
+    Registered,
+    Deregistering,
+    Gone,
+}
+
+struct CoopState {
+    status: CoopStatus,
+    reason: DeregReason,
+    children: Vec<Arc<CoopInner>>,
+}
+
+/// The agents of a cooperation bound to one queue: `agents[start..end]`.
+struct Group {
+    queue: Arc<EventQueue>,
+    binder: Binder,
+    start: u32,
+    end: u32,
+}
+
+/// A registered cooperation.
+pub(crate) struct CoopInner {
+    id: CoopId,
+    env: Arc<EnvShared>,
+    /// `None` only for the environment's root cooperation.
+    parent: Option<Arc<CoopInner>>,
+    agents: Box<[Arc<DynCell>]>,
+    groups: Box<[Group]>,
+    state: Mutex<CoopState>,
+    /// Live children, plus one while the cooperation is not deregistering.
+    pending: AtomicUsize,
+    /// Groups that have not finished yet.
+    groups_left: AtomicUsize,
+    /// Index in the parent's `children`, maintained under the parent's lock.
+    slot: AtomicUsize,
+    extras: Option<Box<CoopExtras>>,
+}
+
+impl CoopInner {
+    /// The environment's root cooperation: parent of every top-level cooperation.
+    pub(crate) fn root(env: Arc<EnvShared>) -> Self {
+        Self {
+            id: CoopId(0),
+            env,
+            parent: None,
+            agents: Box::new([]),
+            groups: Box::new([]),
+            state: Mutex::new(CoopState { status: CoopStatus::Registered, reason: DeregReason::Normal, children: Vec::new() }),
+            pending: AtomicUsize::new(1),
+            groups_left: AtomicUsize::new(0),
+            slot: AtomicUsize::new(usize::MAX),
+            extras: None,
+        }
+    }
+
+    pub(crate) fn id(&self) -> CoopId {
+        self.id
+    }
+
+    /// A new strong reference from the pointer an agent keeps.
+    ///
+    /// # Safety
+    /// `p` comes from `Arc::as_ptr` of a cooperation that is still alive.
+    pub(crate) unsafe fn arc_from_ptr(p: *const CoopInner) -> Arc<CoopInner> {
+        // SAFETY: `p` points into a live `Arc` (caller): one more strong count, then wrap it.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
+    }
+
+    fn lock_state(&self) -> MutexGuard<'_, CoopState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn panic_reaction(&self) -> Option<PanicReaction> {
+        self.extras.as_ref().and_then(|x| x.panic_reaction)
+    }
+
+    /// Number of live child cooperations.
+    pub(crate) fn child_count(&self) -> usize {
+        self.lock_state().children.len()
+    }
+
+    /// Starts deregistration (idempotent: the first reason wins).
+    pub(crate) fn deregister(self: &Arc<Self>, reason: DeregReason) {
+        let children = {
+            let mut st = self.lock_state();
+            if st.status != CoopStatus::Registered {
+                return;
+            }
+            st.status = CoopStatus::Deregistering;
+            st.reason = reason;
+            st.children.clone()
+        };
+        let child_reason = if self.parent.is_none() { reason } else { DeregReason::Parent };
+        for child in children {
+            child.deregister(child_reason);
+        }
+        self.release_pending();
+    }
+
+    fn release_pending(self: &Arc<Self>) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.begin_finish();
+        }
+    }
+
+    /// Every child is gone: queue `finish` for every group.
+    fn begin_finish(self: &Arc<Self>) {
+        for cell in self.agents.iter() {
+            cell.header.set_status(FINISHING);
+        }
+        if self.groups.is_empty() {
+            return self.gone();
+        }
+        for (g, group) in self.groups.iter().enumerate() {
+            group.queue.push(Demand::Lifecycle {
+                coop: self.clone(),
+                group: g as u32,
+                step: Step::Finish { drained: false },
+            });
+        }
+    }
+
+    /// Runs a lifecycle step on the thread that runs `queue`.
+    pub(crate) fn run_step(self: Arc<Self>, group: u32, step: Step, queue: &EventQueue) {
+        let g = &self.groups[group as usize];
+        let members = &self.agents[g.start as usize..g.end as usize];
+        match step {
+            Step::Start => {
+                for cell in members {
+                    // SAFETY: lifecycle steps run on the thread that runs the group's queue.
+                    unsafe { cell.body() }.start(NonNull::from(&**cell));
+                }
+            }
+            Step::Finish { drained: false } => {
+                // Move what other threads queued before deregistration began ahead of the
+                // finish, so `finish` runs after the last pending message.
+                // SAFETY: we run `queue`.
+                unsafe {
+                    queue.drain_remote(usize::MAX);
+                    queue.push_local(Demand::Lifecycle { coop: self.clone(), group, step: Step::Finish { drained: true } });
+                }
+            }
+            Step::Finish { drained: true } => {
+                for cell in members {
+                    cell.header.set_status(FINISHED);
+                    // SAFETY: as for `Start`.
+                    unsafe { cell.body() }.finish(NonNull::from(&**cell));
+                }
+                if self.groups_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.gone();
+                }
+            }
+        }
+    }
+
+    /// Every agent has finished: unbind, notify, tell the parent.
+    fn gone(self: &Arc<Self>) {
+        for g in self.groups.iter() {
+            g.binder.unbind(&g.queue);
+        }
+        let reason = {
+            let mut st = self.lock_state();
+            st.status = CoopStatus::Gone;
+            st.reason
+        };
+        if let Some(x) = &self.extras {
+            for m in &x.notify_deregistered {
+                m.send(CoopDeregistered { id: self.id, name: x.name.clone(), reason });
+            }
+        }
+        match &self.parent {
+            Some(parent) => {
+                self.env.coop_gone();
+                parent.child_gone(self);
+            }
+            None => self.env.root_gone(),
+        }
+    }
+
+    fn child_gone(self: &Arc<Self>, child: &CoopInner) {
+        let (left, registered) = {
+            let mut st = self.lock_state();
+            let slot = child.slot.load(Ordering::Relaxed);
+            debug_assert!(std::ptr::eq(&*st.children[slot], child));
+            st.children.swap_remove(slot);
+            if let Some(moved) = st.children.get(slot) {
+                moved.slot.store(slot, Ordering::Relaxed);
+            }
+            (st.children.len(), st.status == CoopStatus::Registered)
+        };
+        if registered && left == 0 && self.parent.is_none() {
+            self.env.last_coop_gone();
+        }
+        self.release_pending();
+    }
+
+    /// True once the cooperation is fully gone.
+    fn is_gone(&self) -> bool {
+        self.lock_state().status == CoopStatus::Gone
+    }
+}
+
+/// A handle to a registered cooperation.
+///
+/// ```
+/// use cohort::{Agent, DeregReason};
+/// struct Idle;
+/// impl Agent for Idle {}
+///
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let mut coop = env.new_coop();
+/// coop.add(Idle);
+/// let handle = env.register_coop(coop).unwrap();
+/// handle.deregister(DeregReason::User(7));
+/// env.stop();
+/// env.wait();
+/// assert!(handle.is_gone());
+/// ```
+#[derive(Clone)]
+pub struct CoopHandle {
+    inner: Arc<CoopInner>,
+}
+
+impl CoopHandle {
+    pub(crate) fn new(inner: Arc<CoopInner>) -> Self {
+        Self { inner }
+    }
+
+    pub(crate) fn into_inner(self) -> Arc<CoopInner> {
+        self.inner
+    }
+
+    /// The cooperation's id.
+    pub fn id(&self) -> CoopId {
+        self.inner.id
+    }
+
+    /// Its name, if it was given one.
+    pub fn name(&self) -> Option<&str> {
+        self.inner.extras.as_ref().and_then(|x| x.name.as_deref())
+    }
+
+    /// Starts deregistration (children first). Idempotent: the first reason wins.
+    pub fn deregister(&self, reason: DeregReason) {
+        self.inner.deregister(reason)
+    }
+
+    /// True once every agent has run `finish` and the cooperation is gone.
+    pub fn is_gone(&self) -> bool {
+        self.inner.is_gone()
+    }
+
+    /// Number of live child cooperations.
+    pub fn child_count(&self) -> usize {
+        self.inner.child_count()
+    }
+}
+
+impl fmt::Debug for CoopHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CoopHandle").field("id", &self.inner.id).field("name", &self.name()).finish()
+    }
+}

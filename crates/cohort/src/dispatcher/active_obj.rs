@@ -1,0 +1,116 @@
+//! `active_obj`: a worker thread per agent, started at binding, ended when the agent finishes.
+
+use super::{DispatcherCore, DispatcherHandle, worker};
+use crate::defaults;
+use crate::env::Environment;
+use crate::error::{BindError, DispatcherError};
+use crate::queue::EventQueue;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Builds an `active_obj` dispatcher: each agent bound to it gets its own worker thread.
+///
+/// ```
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let disp = cohort::ActiveObjBuilder::new().name("sensors").build(&env).unwrap();
+/// let mut coop = env.new_coop();
+/// coop.set_binder(disp.binder()); // every agent of `coop` on a thread of its own
+/// ```
+#[derive(Debug, Clone)]
+pub struct ActiveObjBuilder {
+    name: String,
+    worker_spin: Duration,
+}
+
+impl Default for ActiveObjBuilder {
+    fn default() -> Self {
+        Self { name: "active_obj".into(), worker_spin: defaults::WORKER_SPIN }
+    }
+}
+
+impl ActiveObjBuilder {
+    /// Default parameters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The dispatcher's name (its threads are named after it). Default: `"active_obj"`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How long an idle worker spins before parking. Default: [`defaults::WORKER_SPIN`].
+    pub fn worker_spin(mut self, spin: Duration) -> Self {
+        self.worker_spin = spin;
+        self
+    }
+
+    /// Creates the dispatcher and registers it with `env`.
+    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+        let core = Arc::new(ActiveObj {
+            name: self.name,
+            spin: self.worker_spin,
+            state: Mutex::new(State { shut: false, threads: Vec::new() }),
+        });
+        env.shared().add_dispatcher(core.clone())?;
+        Ok(DispatcherHandle::new(core))
+    }
+}
+
+struct State {
+    shut: bool,
+    threads: Vec<JoinHandle<()>>,
+}
+
+struct ActiveObj {
+    name: String,
+    spin: Duration,
+    state: Mutex<State>,
+}
+
+impl ActiveObj {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl DispatcherCore for ActiveObj {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
+        let mut st = self.state();
+        if st.shut {
+            return Err(BindError::DispatcherShutDown { name: self.name.clone() });
+        }
+        // Forget threads that already ended, so a long-running environment does not keep
+        // their handles.
+        st.threads.retain(|t| !t.is_finished());
+        let queue = Arc::new(EventQueue::new());
+        let t = worker::spawn(format!("cohort-{}", self.name), queue.clone(), self.spin)
+            .map_err(|source| BindError::Spawn { name: self.name.clone(), source })?;
+        st.threads.push(t);
+        Ok(queue)
+    }
+
+    fn unbind(&self, queue: &Arc<EventQueue>) {
+        queue.close();
+    }
+
+    fn shutdown(&self) {
+        self.state().shut = true;
+    }
+
+    fn join(&self) {
+        let threads = std::mem::take(&mut self.state().threads);
+        let me = std::thread::current().id();
+        for t in threads {
+            if t.thread().id() != me && t.join().is_err() {
+                tracing::error!(dispatcher = %self.name, "worker thread panicked");
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Dispatchers: the worker threads that run agents' demands.
+//!
+//! An agent is bound to a dispatcher through a [`Binder`] (per cooperation with
+//! [`Coop::set_binder`](crate::Coop::set_binder), or per agent with
+//! [`Coop::add_with_binder`](crate::Coop::add_with_binder)). Binding hands the agent an
+//! [`EventQueue`]; from then on, sending to the agent is a push to that queue, with no call
+//! into the dispatcher. So a new dispatcher kind (thread pools, work stealing) plugs in by
+//! implementing `DispatcherCore` and deciding which queue each agent gets and which worker
+//! runs it; agent code does not change.
+//!
+//! Dispatchers here:
+//! - [`one_thread`](OneThreadBuilder): one worker thread for all its agents (the default).
+//! - [`active_obj`](ActiveObjBuilder): a worker thread per agent.
+
+mod active_obj;
+mod one_thread;
+pub(crate) mod worker;
+
+pub use active_obj::ActiveObjBuilder;
+pub use one_thread::OneThreadBuilder;
+
+use crate::error::BindError;
+use crate::queue::EventQueue;
+use std::fmt;
+use std::sync::Arc;
+
+/// What every dispatcher implements. Binding is not on the message path, so this is a trait
+/// object; the message path only sees the concrete [`EventQueue`].
+pub(crate) trait DispatcherCore: Send + Sync {
+    /// The dispatcher's name.
+    fn name(&self) -> &str;
+    /// Binds one agent: returns the queue its demands go to.
+    fn bind(&self) -> Result<Arc<EventQueue>, BindError>;
+    /// The agent bound to `queue` has finished.
+    fn unbind(&self, queue: &Arc<EventQueue>);
+    /// Refuses new bindings; worker threads exit once their agents are gone.
+    fn shutdown(&self);
+    /// Joins the worker threads (after `shutdown`, once their agents are gone).
+    fn join(&self);
+}
+
+/// Binds agents to a dispatcher. Cheap to clone.
+#[derive(Clone)]
+pub struct Binder {
+    core: Arc<dyn DispatcherCore>,
+}
+
+impl Binder {
+    pub(crate) fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
+        self.core.bind()
+    }
+
+    pub(crate) fn unbind(&self, q: &Arc<EventQueue>) {
+        self.core.unbind(q)
+    }
+
+    /// The dispatcher's name.
+    pub fn dispatcher_name(&self) -> &str {
+        self.core.name()
+    }
+}
+
+impl fmt::Debug for Binder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Binder").field("dispatcher", &self.core.name()).finish()
+    }
+}
+
+/// A handle to a dispatcher: gives binders, shuts it down.
+///
+/// ```
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let disp = cohort::OneThreadBuilder::new().name("io").build(&env).unwrap();
+/// assert_eq!(disp.name(), "io");
+/// let binder = disp.binder();
+/// assert_eq!(binder.dispatcher_name(), "io");
+/// ```
+#[derive(Clone)]
+pub struct DispatcherHandle {
+    core: Arc<dyn DispatcherCore>,
+}
+
+impl DispatcherHandle {
+    pub(crate) fn new(core: Arc<dyn DispatcherCore>) -> Self {
+        Self { core }
+    }
+
+    /// A binder for agents of this dispatcher.
+    pub fn binder(&self) -> Binder {
+        Binder { core: self.core.clone() }
+    }
+
+    /// The dispatcher's name.
+    pub fn name(&self) -> &str {
+        self.core.name()
+    }
+
+    /// Refuses new bindings from now on ([`BindError::DispatcherShutDown`]); its threads exit
+    /// once the agents bound to it are gone, and are joined when the environment stops.
+    pub fn shutdown(&self) {
+        self.core.shutdown()
+    }
+}
+
+impl fmt::Debug for DispatcherHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DispatcherHandle").field("name", &self.core.name()).finish()
+    }
+}

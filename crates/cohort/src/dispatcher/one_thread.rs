@@ -1,0 +1,132 @@
+//! `one_thread`: all the agents bound to it share one worker thread and one queue.
+
+use super::{DispatcherCore, DispatcherHandle, worker};
+use crate::defaults;
+use crate::env::Environment;
+use crate::error::{BindError, DispatcherError};
+use crate::queue::EventQueue;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Builds a `one_thread` dispatcher: one worker thread, one queue, for all its agents.
+/// Messages between its agents take the lock-free, allocation-free local path.
+///
+/// ```
+/// use std::time::Duration;
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let disp = cohort::OneThreadBuilder::new()
+///     .name("ui")                            // default: "one_thread"
+///     .worker_spin(Duration::from_micros(10)) // default: defaults::WORKER_SPIN
+///     .build(&env)
+///     .unwrap();
+/// let mut coop = env.new_coop();
+/// coop.set_binder(disp.binder());
+/// ```
+#[derive(Debug, Clone)]
+pub struct OneThreadBuilder {
+    name: String,
+    worker_spin: Duration,
+}
+
+impl Default for OneThreadBuilder {
+    fn default() -> Self {
+        Self { name: "one_thread".into(), worker_spin: defaults::WORKER_SPIN }
+    }
+}
+
+impl OneThreadBuilder {
+    /// Default parameters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The dispatcher's name (and its thread's). Default: `"one_thread"`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How long the idle worker spins before parking. Default: [`defaults::WORKER_SPIN`].
+    pub fn worker_spin(mut self, spin: Duration) -> Self {
+        self.worker_spin = spin;
+        self
+    }
+
+    /// Starts the worker thread and registers the dispatcher with `env` (which shuts it down
+    /// and joins it when it stops).
+    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+        let queue = Arc::new(EventQueue::new());
+        let thread = worker::spawn(format!("cohort-{}", self.name), queue.clone(), self.worker_spin)
+            .map_err(|source| DispatcherError::Spawn { name: self.name.clone(), source })?;
+        let core = Arc::new(OneThread {
+            name: self.name,
+            queue,
+            state: Mutex::new(State { bound: 0, shut: false }),
+            thread: Mutex::new(Some(thread)),
+        });
+        env.shared().add_dispatcher(core.clone())?;
+        Ok(DispatcherHandle::new(core))
+    }
+}
+
+struct State {
+    bound: usize,
+    shut: bool,
+}
+
+struct OneThread {
+    name: String,
+    queue: Arc<EventQueue>,
+    state: Mutex<State>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl OneThread {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl DispatcherCore for OneThread {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
+        let mut st = self.state();
+        if st.shut {
+            return Err(BindError::DispatcherShutDown { name: self.name.clone() });
+        }
+        st.bound += 1;
+        Ok(self.queue.clone())
+    }
+
+    fn unbind(&self, _queue: &Arc<EventQueue>) {
+        let mut st = self.state();
+        st.bound -= 1;
+        if st.shut && st.bound == 0 {
+            self.queue.close();
+        }
+    }
+
+    fn shutdown(&self) {
+        let mut st = self.state();
+        st.shut = true;
+        if st.bound == 0 {
+            self.queue.close();
+        }
+    }
+
+    fn join(&self) {
+        let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = t {
+            if t.thread().id() == std::thread::current().id() {
+                return;
+            }
+            if t.join().is_err() {
+                tracing::error!(dispatcher = %self.name, "worker thread panicked");
+            }
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! The environment: cooperations, dispatchers, dead letters, and how it all starts and stops.
+//!
+//! Two ways to run one:
+//! - [`launch`] (or [`EnvironmentBuilder::launch`]): blocks the calling thread until the
+//!   environment stops; by default it stops by itself when its last cooperation is gone
+//!   (autoshutdown).
+//! - [`EnvironmentBuilder::start`]: returns a [`WrappedEnv`] that runs in the background and
+//!   stops and joins everything when dropped; autoshutdown is off by default there.
+
+use crate::coop::{Coop, CoopHandle, CoopId, CoopInner, DeregReason};
+use crate::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
+use crate::defaults;
+use crate::dispatcher::{Binder, DispatcherCore, DispatcherHandle, OneThreadBuilder};
+use crate::error::{DispatcherError, LaunchError, RegisterError};
+use crate::panic::PanicReaction;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+/// Runs an environment on the calling thread until it stops.
+///
+/// `init` registers the first cooperations. The environment stops when [`Environment::stop`]
+/// is called, or (autoshutdown) when its last cooperation is gone; `launch` then returns after
+/// every agent has finished and every worker thread is joined.
+///
+/// ```
+/// use cohort::{Agent, Context};
+/// struct Once;
+/// impl Agent for Once {
+///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+///         ctx.stop_environment();
+///     }
+/// }
+/// cohort::launch(|env| {
+///     let mut coop = env.new_coop();
+///     coop.add(Once);
+///     env.register_coop(coop)?;
+///     Ok(())
+/// })
+/// .unwrap();
+/// ```
+pub fn launch<F>(init: F) -> Result<(), LaunchError>
+where
+    F: FnOnce(&Environment) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+{
+    Environment::builder().launch(init)
+}
+
+/// Configures an environment. Every default is in [`crate::defaults`].
+///
+/// ```
+/// use cohort::{Environment, PanicReaction};
+/// let env = Environment::builder()
+///     .panic_reaction(PanicReaction::Ignore)
+///     .autoshutdown(false)
+///     .start()
+///     .unwrap();
+/// assert_eq!(env.dead_letters(), 0);
+/// ```
+pub struct EnvironmentBuilder {
+    autoshutdown: Option<bool>,
+    panic_reaction: PanicReaction,
+    dead_letter_hook: Option<DeadLetterHook>,
+    worker_spin: Duration,
+}
+
+impl Default for EnvironmentBuilder {
+    fn default() -> Self {
+        Self {
+            autoshutdown: None,
+            panic_reaction: PanicReaction::default(),
+            dead_letter_hook: None,
+            worker_spin: defaults::WORKER_SPIN,
+        }
+    }
+}
+
+impl EnvironmentBuilder {
+    /// Whether the environment stops by itself once its last cooperation is gone.
+    /// Default: on for [`launch`](EnvironmentBuilder::launch), off for
+    /// [`start`](EnvironmentBuilder::start).
+    pub fn autoshutdown(mut self, on: bool) -> Self {
+        self.autoshutdown = Some(on);
+        self
+    }
+
+    /// The panic reaction of agents and cooperations that set none.
+    /// Default: [`PanicReaction::DeregisterCoop`].
+    pub fn panic_reaction(mut self, r: PanicReaction) -> Self {
+        self.panic_reaction = r;
+        self
+    }
+
+    /// A function called for every dead letter, on the thread that finds it. Default: none
+    /// (dead letters are only counted).
+    pub fn dead_letter_hook(mut self, hook: impl Fn(&DeadLetter) + Send + Sync + 'static) -> Self {
+        self.dead_letter_hook = Some(Box::new(hook));
+        self
+    }
+
+    /// How long the default dispatcher's worker spins before parking when it has nothing to
+    /// do. Default: [`defaults::WORKER_SPIN`].
+    pub fn worker_spin(mut self, spin: Duration) -> Self {
+        self.worker_spin = spin;
+        self
+    }
+
+    /// Starts the environment in the background.
+    pub fn start(self) -> Result<WrappedEnv, DispatcherError> {
+        let autoshutdown = self.autoshutdown.unwrap_or(false);
+        let env = self.build(autoshutdown)?;
+        env.0.init_done.store(true, Ordering::Release);
+        Ok(WrappedEnv { env })
+    }
+
+    /// Runs the environment on this thread until it stops (see [`launch`]).
+    pub fn launch<F>(self, init: F) -> Result<(), LaunchError>
+    where
+        F: FnOnce(&Environment) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let autoshutdown = self.autoshutdown.unwrap_or(true);
+        let env = WrappedEnv { env: self.build(autoshutdown)? };
+        if let Err(e) = init(&env) {
+            env.stop();
+            env.wait();
+            return Err(LaunchError::Init(e));
+        }
+        env.0.init_done.store(true, Ordering::Release);
+        if autoshutdown && env.coop_count() == 0 {
+            env.stop();
+        }
+        env.wait();
+        Ok(())
+    }
+
+    fn build(self, autoshutdown: bool) -> Result<Environment, DispatcherError> {
+        let shared = Arc::new(EnvShared {
+            root: Mutex::new(None),
+            default_binder: OnceLock::new(),
+            dispatchers: Mutex::new(Vec::new()),
+            next_coop_id: AtomicU64::new(1),
+            coops: AtomicUsize::new(0),
+            autoshutdown,
+            init_done: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            finished: Mutex::new(Finished::Running),
+            finished_cv: Condvar::new(),
+            panic_reaction: self.panic_reaction,
+            dead_letters: AtomicU64::new(0),
+            dead_letter_hook: self.dead_letter_hook,
+            panics: AtomicU64::new(0),
+            worker_spin: self.worker_spin,
+        });
+        *shared.root.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(CoopInner::root(shared.clone())));
+        let env = Environment(shared);
+        let default = OneThreadBuilder::new().name("default").worker_spin(env.0.worker_spin).build(&env)?;
+        let _ = env.0.default_binder.set(default.binder());
+        Ok(env)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Finished {
+    Running,
+    /// Every cooperation is gone; dispatchers are shutting down.
+    Done,
+    /// Worker threads joined.
+    Joined,
+}
+
+/// The state shared by every handle to one environment.
+pub(crate) struct EnvShared {
+    root: Mutex<Option<Arc<CoopInner>>>,
+    default_binder: OnceLock<Binder>,
+    dispatchers: Mutex<Vec<Arc<dyn DispatcherCore>>>,
+    next_coop_id: AtomicU64,
+    coops: AtomicUsize,
+    autoshutdown: bool,
+    init_done: AtomicBool,
+    stopping: AtomicBool,
+    finished: Mutex<Finished>,
+    finished_cv: Condvar,
+    pub(crate) panic_reaction: PanicReaction,
+    dead_letters: AtomicU64,
+    dead_letter_hook: Option<DeadLetterHook>,
+    panics: AtomicU64,
+    pub(crate) worker_spin: Duration,
+}
+
+impl EnvShared {
+    /// The root cooperation; `None` once the environment has stopped and been joined.
+    pub(crate) fn root(&self) -> Option<Arc<CoopInner>> {
+        self.root.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn default_binder(&self) -> Binder {
+        self.default_binder.get().expect("default dispatcher is created with the environment").clone()
+    }
+
+    pub(crate) fn add_dispatcher(&self, d: Arc<dyn DispatcherCore>) -> Result<(), DispatcherError> {
+        let mut ds = self.dispatchers.lock().unwrap_or_else(|e| e.into_inner());
+        if *self.finished.lock().unwrap_or_else(|e| e.into_inner()) != Finished::Running {
+            d.shutdown();
+            return Err(DispatcherError::EnvironmentStopped);
+        }
+        ds.push(d);
+        Ok(())
+    }
+
+    pub(crate) fn next_coop_id(&self) -> CoopId {
+        CoopId(self.next_coop_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn coop_registered(&self) {
+        self.coops.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn coop_gone(&self) {
+        self.coops.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The root lost its last child while the environment runs.
+    pub(crate) fn last_coop_gone(&self) {
+        if self.autoshutdown && self.init_done.load(Ordering::Acquire) {
+            self.stop();
+        }
+    }
+
+    /// Deregisters every cooperation. Idempotent.
+    pub(crate) fn stop(&self) {
+        if self.stopping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Some(root) = self.root() {
+            root.deregister(DeregReason::Shutdown);
+        }
+    }
+
+    /// Every cooperation is gone: shut the dispatchers down and wake the waiters.
+    pub(crate) fn root_gone(&self) {
+        let ds: Vec<_> = self.dispatchers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut f = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        for d in &ds {
+            d.shutdown();
+        }
+        *f = Finished::Done;
+        self.finished_cv.notify_all();
+    }
+
+    /// Blocks until every cooperation is gone, then joins every worker thread.
+    fn wait(&self) {
+        let mut f = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        while *f == Finished::Running {
+            f = self.finished_cv.wait(f).unwrap_or_else(|e| e.into_inner());
+        }
+        if *f == Finished::Joined {
+            return;
+        }
+        drop(f);
+        let ds: Vec<_> = std::mem::take(&mut *self.dispatchers.lock().unwrap_or_else(|e| e.into_inner()));
+        for d in &ds {
+            d.join();
+        }
+        // Break the root <-> environment cycle.
+        let root = self.root.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(root);
+        *self.finished.lock().unwrap_or_else(|e| e.into_inner()) = Finished::Joined;
+        self.finished_cv.notify_all();
+    }
+
+    #[cold]
+    pub(crate) fn dead_letter(&self, message_type: &'static str, reason: DeliveryFailure) {
+        self.dead_letters.fetch_add(1, Ordering::Relaxed);
+        if let Some(hook) = &self.dead_letter_hook {
+            hook(&DeadLetter { message_type, reason });
+        }
+    }
+
+    pub(crate) fn count_panic(&self) {
+        self.panics.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A handle to an environment; clone it freely.
+#[derive(Clone)]
+pub struct Environment(Arc<EnvShared>);
+
+impl Environment {
+    /// A builder for a new environment.
+    pub fn builder() -> EnvironmentBuilder {
+        EnvironmentBuilder::default()
+    }
+
+    pub(crate) fn from_shared(shared: Arc<EnvShared>) -> Self {
+        Self(shared)
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<EnvShared> {
+        &self.0
+    }
+
+    /// A new top-level cooperation builder.
+    pub fn new_coop(&self) -> Coop {
+        Coop::new(self.clone(), None)
+    }
+
+    /// Registers a cooperation (see [`Coop`]): all or nothing.
+    pub fn register_coop(&self, coop: Coop) -> Result<CoopHandle, RegisterError> {
+        coop.register()
+    }
+
+    /// Stops the environment: every cooperation deregisters (reason `Shutdown`), children
+    /// first. Callable from any thread or handler; idempotent. Returns at once; see
+    /// [`Environment::wait`].
+    pub fn stop(&self) {
+        self.0.stop()
+    }
+
+    /// True once [`stop`](Environment::stop) was called (or autoshutdown fired).
+    pub fn is_stopping(&self) -> bool {
+        self.0.is_stopping()
+    }
+
+    /// Blocks until the environment has stopped: every cooperation gone, every worker thread
+    /// joined. Must not be called from a handler (it would wait for itself).
+    pub fn wait(&self) {
+        self.0.wait()
+    }
+
+    /// The binder of the default dispatcher (a `one_thread` dispatcher named `default`).
+    pub fn default_binder(&self) -> Binder {
+        self.0.default_binder()
+    }
+
+    /// Number of registered cooperations (the root excluded).
+    pub fn coop_count(&self) -> usize {
+        self.0.coops.load(Ordering::Relaxed)
+    }
+
+    /// Number of messages that could not be delivered so far.
+    pub fn dead_letters(&self) -> u64 {
+        self.0.dead_letters.load(Ordering::Relaxed)
+    }
+
+    /// Number of panics caught in handlers and hooks so far.
+    pub fn panics(&self) -> u64 {
+        self.0.panics.load(Ordering::Relaxed)
+    }
+
+    /// Creates a `one_thread` dispatcher with default parameters (see [`OneThreadBuilder`]).
+    pub fn one_thread(&self, name: &str) -> Result<DispatcherHandle, DispatcherError> {
+        OneThreadBuilder::new().name(name).build(self)
+    }
+}
+
+impl fmt::Debug for Environment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Environment")
+            .field("coops", &self.coop_count())
+            .field("stopping", &self.is_stopping())
+            .field("dead_letters", &self.dead_letters())
+            .finish()
+    }
+}
+
+/// An environment running in the background; dropping it stops it and joins its threads.
+///
+/// ```
+/// let env = cohort::Environment::builder().start().unwrap();
+/// assert_eq!(env.coop_count(), 0);
+/// drop(env); // stops and joins
+/// ```
+pub struct WrappedEnv {
+    env: Environment,
+}
+
+impl WrappedEnv {
+    /// A clonable handle to the environment.
+    pub fn environment(&self) -> Environment {
+        self.env.clone()
+    }
+
+    /// Stops the environment and waits until it has stopped.
+    pub fn stop_and_wait(self) {
+        self.env.stop();
+        self.env.wait();
+    }
+}
+
+impl Deref for WrappedEnv {
+    type Target = Environment;
+    fn deref(&self) -> &Environment {
+        &self.env
+    }
+}
+
+impl Drop for WrappedEnv {
+    fn drop(&mut self) {
+        self.env.stop();
+        self.env.wait();
+    }
+}

@@ -1,0 +1,94 @@
+//! The typed errors of the runtime. Each message says what went wrong and what to fix.
+
+use std::io;
+
+/// Subscribing a handler failed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SubscribeError {
+    /// A handler for this message type on this mailbox already exists.
+    #[error("a handler for `{message_type}` on this mailbox already exists: subscribe once per (mailbox, message type)")]
+    AlreadySubscribed {
+        /// The message type's name.
+        message_type: &'static str,
+    },
+}
+
+/// Binding an agent to a dispatcher failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// The dispatcher was shut down.
+    #[error("dispatcher `{name}` was shut down: bind to a running dispatcher")]
+    DispatcherShutDown {
+        /// The dispatcher's name.
+        name: String,
+    },
+    /// The dispatcher could not start a worker thread.
+    #[error("dispatcher `{name}` could not start a worker thread: {source}")]
+    Spawn {
+        /// The dispatcher's name.
+        name: String,
+        /// The operating system's error.
+        source: io::Error,
+    },
+}
+
+/// Registering a cooperation failed; nothing of it was started.
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    /// The cooperation has no agent.
+    #[error("the cooperation has no agent: add at least one agent before registering it")]
+    EmptyCoop,
+    /// The environment is stopping or stopped.
+    #[error("the environment is stopping: register cooperations before calling stop()")]
+    EnvironmentStopped,
+    /// The parent cooperation is deregistering or gone.
+    #[error("the parent cooperation is deregistering: a child cannot join it")]
+    ParentDeregistering,
+    /// An agent's `define` returned an error or panicked.
+    #[error("agent #{index} `{agent}` failed in define: {reason}")]
+    Define {
+        /// The agent's name.
+        agent: String,
+        /// Its position in the cooperation (order of `add`).
+        index: usize,
+        /// What went wrong.
+        reason: String,
+    },
+    /// An agent could not be bound to its dispatcher.
+    #[error("agent #{index} `{agent}` could not be bound: {source}")]
+    Bind {
+        /// The agent's name.
+        agent: String,
+        /// Its position in the cooperation (order of `add`).
+        index: usize,
+        /// Why binding failed.
+        source: BindError,
+    },
+}
+
+/// Creating a dispatcher failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DispatcherError {
+    /// The environment is stopping or stopped.
+    #[error("the environment is stopping: create dispatchers before calling stop()")]
+    EnvironmentStopped,
+    /// A worker thread could not be started.
+    #[error("dispatcher `{name}` could not start a worker thread: {source}")]
+    Spawn {
+        /// The dispatcher's name.
+        name: String,
+        /// The operating system's error.
+        source: io::Error,
+    },
+}
+
+/// Launching an environment failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The default dispatcher could not be created.
+    #[error("could not create the default dispatcher: {0}")]
+    Dispatcher(#[from] DispatcherError),
+    /// The init function returned an error; the environment was stopped.
+    #[error("the init function failed: {0}")]
+    Init(Box<dyn std::error::Error + Send + Sync + 'static>),
+}

@@ -1,0 +1,131 @@
+//! Mailboxes: where messages are sent.
+//!
+//! [`Mbox`] is a cheap handle (one pointer) usable from any thread. For now it is an agent's
+//! direct mailbox (multi-producer, single-consumer); named 1:N mailboxes join it as further
+//! variants of the same enum, so `send` stays a `match`, never a dynamic call.
+//!
+//! The path of one message: [`Mbox::send`] builds an [`Envelope`] and calls `deliver`, which
+//! checks the agent's status and pushes a [`Demand`] to the agent's
+//! [`EventQueue`](crate::queue::EventQueue): its local half when the sender runs on that
+//! queue, else its remote half. The worker running the queue pops it and calls
+//! [`AgentRef::handle`], which finds the handler in the agent's subscriptions and calls it.
+
+use crate::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
+use crate::demand::Demand;
+use crate::message::Envelope;
+use std::fmt;
+use std::sync::Arc;
+
+/// The identity of a mailbox, unique among live mailboxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MboxId(pub(crate) usize);
+
+#[derive(Clone)]
+enum MboxKind {
+    Direct(Arc<DynCell>),
+}
+
+/// A mailbox handle: clone it freely, send to it from any thread.
+///
+/// ```
+/// use cohort::{Agent, Context, DefineError, Mbox};
+///
+/// struct Counter { seen: u64 }
+/// impl Agent for Counter {
+///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+///         ctx.on(|me: &mut Self, n: &u64, ctx: &mut Context<'_, Self>| {
+///             me.seen += n;
+///             if me.seen == 6 { ctx.stop_environment() }
+///         })?;
+///         Ok(())
+///     }
+/// }
+///
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let mut coop = env.new_coop();
+/// let counter: Mbox = coop.add(Counter { seen: 0 }).mbox();
+/// env.register_coop(coop).unwrap();
+/// for n in 1..=3u64 {
+///     counter.send(n); // from a plain thread
+/// }
+/// env.wait();
+/// ```
+#[derive(Clone)]
+pub struct Mbox {
+    kind: MboxKind,
+}
+
+impl Mbox {
+    pub(crate) fn direct(cell: Arc<DynCell>) -> Self {
+        Self { kind: MboxKind::Direct(cell) }
+    }
+
+    /// Sends an immutable message: its handlers receive `&M`.
+    ///
+    /// Never fails for the sender: a message that cannot be delivered (the receiver is gone)
+    /// is counted as a dead letter (see [`Environment::dead_letters`](crate::Environment::dead_letters)).
+    #[inline]
+    pub fn send<M: Send + 'static>(&self, msg: M) {
+        self.deliver(Envelope::immutable(msg))
+    }
+
+    /// Sends a mutable message: its one receiver's handler (subscribed with
+    /// [`Context::on_mut`](crate::Context::on_mut)) takes it by value.
+    #[inline]
+    pub fn send_mut<M: Send + 'static>(&self, msg: M) {
+        self.deliver(Envelope::mutable(msg))
+    }
+
+    /// This mailbox's identity.
+    pub fn id(&self) -> MboxId {
+        match &self.kind {
+            MboxKind::Direct(cell) => cell.mbox_id(),
+        }
+    }
+
+    #[inline]
+    fn deliver(&self, msg: Envelope) {
+        match &self.kind {
+            MboxKind::Direct(cell) => deliver_direct(cell, msg),
+        }
+    }
+}
+
+#[inline]
+fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
+    let header = &cell.header;
+    let status = header.status();
+    if status != ACTIVE {
+        let why = if status == crate::cell::NEW {
+            DeliveryFailure::NotRegistered
+        } else {
+            DeliveryFailure::ReceiverGone
+        };
+        return header.dead_letter(msg, why);
+    }
+    let mbox = cell.mbox_id();
+    // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
+    let queue = unsafe { header.queue() };
+    if queue.is_running_here() {
+        // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
+        // valid until the demand runs, and the local push happens on the running thread.
+        unsafe { queue.push_local(Demand::Message { agent: AgentRef::borrowed(cell), mbox, msg }) }
+    } else {
+        queue.push_remote(Demand::Message { agent: AgentRef::owned(cell.clone()), mbox, msg })
+    }
+}
+
+impl fmt::Debug for Mbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            MboxKind::Direct(_) => write!(f, "Mbox::Direct({:#x})", self.id().0),
+        }
+    }
+}
+
+impl PartialEq for Mbox {
+    fn eq(&self, other: &Self) -> bool {
+        self.id() == other.id()
+    }
+}
+impl Eq for Mbox {}

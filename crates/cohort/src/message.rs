@@ -1,0 +1,222 @@
+//! Messages in flight: the type-erased [`Envelope`] a mailbox carries to a handler.
+//!
+//! Any `Send + 'static` type is a message; nothing is implemented by hand. An envelope is
+//! two words: a pointer to the message type's static [`MsgMeta`] and the payload. A payload
+//! that fits in one word (signals, integers, small `Copy` structs) is stored inline and costs
+//! no allocation; a larger one is boxed once (the message's single allocation).
+//!
+//! Immutable messages are handled by reference (`&M`); a [`Mutable<M>`] message has exactly
+//! one receiver and is handed to its handler by value. The two are distinct subscription keys,
+//! as `M` and `mutable_msg<M>` are in SObjectizer.
+
+use std::any::TypeId;
+use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
+
+/// Marks a message as mutable: it has exactly one receiver, which takes it by value.
+///
+/// Send it with [`Mbox::send_mut`](crate::Mbox::send_mut) and subscribe to it with
+/// [`Context::on_mut`](crate::Context::on_mut).
+///
+/// ```
+/// use cohort::Mutable;
+/// let m = Mutable(vec![1u8, 2, 3]);
+/// assert_eq!(m.0.len(), 3);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Mutable<M>(pub M);
+
+/// The static description of one message type in one representation.
+pub(crate) struct MsgMeta {
+    /// The subscription key: `TypeId` of `M`, or of `Mutable<M>` for mutable messages.
+    pub(crate) key: TypeId,
+    /// The message type's name, for dead letters and tracing.
+    pub(crate) name: fn() -> &'static str,
+    /// Drops an unconsumed payload; `None` when there is nothing to drop.
+    pub(crate) drop: Option<unsafe fn(&mut Payload)>,
+}
+
+/// One word of payload: the message itself when it fits, else a pointer to its box.
+pub(crate) type Payload = MaybeUninit<usize>;
+
+/// Whether `M` is stored inline in the envelope's payload word.
+pub(crate) const fn is_inline<M>() -> bool {
+    size_of::<M>() <= size_of::<usize>() && align_of::<M>() <= align_of::<usize>()
+}
+
+struct Metas<M>(std::marker::PhantomData<M>);
+
+impl<M: Send + 'static> Metas<M> {
+    const IMMUTABLE: &'static MsgMeta = &MsgMeta {
+        key: TypeId::of::<M>(),
+        name: std::any::type_name::<M>,
+        drop: drop_fn::<M>(),
+    };
+    const MUTABLE: &'static MsgMeta = &MsgMeta {
+        key: TypeId::of::<Mutable<M>>(),
+        name: std::any::type_name::<Mutable<M>>,
+        drop: drop_fn::<M>(),
+    };
+}
+
+const fn drop_fn<M>() -> Option<unsafe fn(&mut Payload)> {
+    if is_inline::<M>() {
+        if std::mem::needs_drop::<M>() {
+            Some(drop_inline::<M>)
+        } else {
+            None
+        }
+    } else {
+        Some(drop_boxed::<M>)
+    }
+}
+
+/// # Safety
+/// `p` holds an initialised inline `M` that is not used again.
+unsafe fn drop_inline<M>(p: &mut Payload) {
+    // SAFETY: the caller guarantees `p` holds an initialised `M` stored inline.
+    unsafe { std::ptr::drop_in_place(p.as_mut_ptr().cast::<M>()) }
+}
+
+/// # Safety
+/// `p` holds a pointer obtained from `Box::<M>::into_raw` that is not used again.
+unsafe fn drop_boxed<M>(p: &mut Payload) {
+    // SAFETY: the caller guarantees `p` holds a live `Box<M>` pointer, owned by the envelope.
+    unsafe { drop(Box::from_raw(p.assume_init() as *mut M)) }
+}
+
+/// A message in flight, type-erased. Drops its payload unless a handler consumed it.
+pub(crate) struct Envelope {
+    meta: &'static MsgMeta,
+    payload: Payload,
+}
+
+// SAFETY: an envelope is only built from `M: Send` values (see `immutable` and `mutable`) and
+// owns its payload exclusively, so moving it to another thread moves an `M` across threads.
+unsafe impl Send for Envelope {}
+
+impl Envelope {
+    /// An immutable message, handled by reference.
+    #[inline]
+    pub(crate) fn immutable<M: Send + 'static>(msg: M) -> Self {
+        Self { meta: Metas::<M>::IMMUTABLE, payload: store(msg) }
+    }
+
+    /// A mutable message, handed to its one receiver by value.
+    #[inline]
+    pub(crate) fn mutable<M: Send + 'static>(msg: M) -> Self {
+        Self { meta: Metas::<M>::MUTABLE, payload: store(msg) }
+    }
+
+    /// The subscription key of this message.
+    #[inline]
+    pub(crate) fn key(&self) -> TypeId {
+        self.meta.key
+    }
+
+    /// The message type's name.
+    pub(crate) fn type_name(&self) -> &'static str {
+        (self.meta.name)()
+    }
+
+    /// The function that names the message type (kept when the envelope is consumed).
+    #[inline]
+    pub(crate) fn type_name_fn(&self) -> fn() -> &'static str {
+        self.meta.name
+    }
+
+    /// Borrows the message as an `M`.
+    ///
+    /// # Safety
+    /// The envelope was built from an `M` (its key is `TypeId::of::<M>()` or of
+    /// `Mutable<M>`) and has not been consumed.
+    #[inline]
+    pub(crate) unsafe fn get<M: 'static>(&self) -> &M {
+        if is_inline::<M>() {
+            // SAFETY: inline messages are written at the start of the payload word, which is
+            // large and aligned enough for `M` (`is_inline`), and initialised (caller).
+            unsafe { &*self.payload.as_ptr().cast::<M>() }
+        } else {
+            // SAFETY: a boxed payload holds a live `Box<M>` pointer (caller).
+            unsafe { &*(self.payload.assume_init() as *const M) }
+        }
+    }
+
+    /// Takes the message out as an `M`; the envelope then drops nothing.
+    ///
+    /// # Safety
+    /// As for [`Envelope::get`].
+    #[inline]
+    pub(crate) unsafe fn take<M: 'static>(self) -> M {
+        let this = ManuallyDrop::new(self);
+        if is_inline::<M>() {
+            // SAFETY: as in `get`; `ManuallyDrop` keeps the envelope from dropping it again.
+            unsafe { this.payload.as_ptr().cast::<M>().read() }
+        } else {
+            // SAFETY: as in `get`; the box is reclaimed exactly once here.
+            unsafe { *Box::from_raw(this.payload.assume_init() as *mut M) }
+        }
+    }
+}
+
+#[inline]
+fn store<M>(msg: M) -> Payload {
+    let mut payload = Payload::uninit();
+    if is_inline::<M>() {
+        // SAFETY: `M` fits in the payload word with its alignment (`is_inline`).
+        unsafe { payload.as_mut_ptr().cast::<M>().write(msg) };
+    } else {
+        payload.write(Box::into_raw(Box::new(msg)) as usize);
+    }
+    payload
+}
+
+impl Drop for Envelope {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(drop) = self.meta.drop {
+            // SAFETY: the payload was stored for this meta's type and not consumed (`take`
+            // forgets the envelope), so it is dropped exactly once.
+            unsafe { drop(&mut self.payload) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn inline_and_boxed_round_trip() {
+        let e = Envelope::immutable(42u64);
+        assert_eq!(e.key(), TypeId::of::<u64>());
+        assert_eq!(unsafe { *e.get::<u64>() }, 42);
+        let s = Envelope::mutable(String::from("hello"));
+        assert_eq!(s.key(), TypeId::of::<Mutable<String>>());
+        assert_eq!(unsafe { s.take::<String>() }, "hello");
+        struct Sig;
+        let z = Envelope::immutable(Sig);
+        assert!(unsafe { z.get::<Sig>() } as *const Sig as usize != 0);
+        let big = Envelope::immutable([7u64; 8]);
+        assert_eq!(unsafe { big.get::<[u64; 8]>() }[7], 7);
+    }
+
+    #[test]
+    fn payload_dropped_once() {
+        let n = Arc::new(AtomicUsize::new(0));
+        drop(Envelope::immutable(Counted(n.clone()))); // inline (one word)
+        drop(Envelope::immutable((Counted(n.clone()), 1u64))); // boxed
+        let taken = unsafe { Envelope::mutable(Counted(n.clone())).take::<Counted>() };
+        assert_eq!(n.load(Ordering::SeqCst), 2);
+        drop(taken);
+        assert_eq!(n.load(Ordering::SeqCst), 3);
+    }
+}

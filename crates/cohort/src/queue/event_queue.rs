@@ -1,0 +1,170 @@
+//! [`EventQueue`]: the demand queue of one or more agents, run by one worker at a time.
+//!
+//! A queue has two halves:
+//! - **local**: a plain `VecDeque`, touched only by the thread that currently runs the queue.
+//!   A send from a handler running on this queue to an agent bound to this queue (the whole
+//!   single-thread path) pushes here: no lock, no atomic read-modify-write, no refcount.
+//! - **remote**: a lock-free MPMC segment queue (`crossbeam_queue::SegQueue`) for every other
+//!   sender, followed by a [`Wakeup::notify`].
+//!
+//! The worker only ever executes from the local half; it moves the remote half to the local
+//! tail in batches ([`EventQueue::drain_remote`]). So the local half is the queue's one
+//! total order, and FIFO holds per sender: a given sender thread always uses the same half.
+
+use super::wakeup::Wakeup;
+use crate::demand::Demand;
+use crossbeam_queue::SegQueue;
+use std::cell::{Cell, UnsafeCell};
+use std::collections::VecDeque;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+thread_local! {
+    /// The queue the current thread is running, or null.
+    static RUNNING: Cell<*const EventQueue> = const { Cell::new(ptr::null()) };
+}
+
+/// The demand queue of one or more agents.
+pub(crate) struct EventQueue {
+    local: UnsafeCell<VecDeque<Demand>>,
+    remote: SegQueue<Demand>,
+    wakeup: Wakeup,
+    closed: AtomicBool,
+}
+
+// SAFETY: `local` is only accessed by the thread that runs the queue (guarded by `RUNNING`,
+// see `is_running_here`), and only one thread runs a queue at a time (`RunningGuard` is held by
+// exactly one worker). Everything else is thread-safe by itself.
+unsafe impl Sync for EventQueue {}
+// SAFETY: demands are `Send`; see above for `local`.
+unsafe impl Send for EventQueue {}
+
+impl EventQueue {
+    pub(crate) fn new() -> Self {
+        Self {
+            local: UnsafeCell::new(VecDeque::new()),
+            remote: SegQueue::new(),
+            wakeup: Wakeup::new(),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// True on the thread that currently runs this queue.
+    #[inline]
+    pub(crate) fn is_running_here(&self) -> bool {
+        RUNNING.with(|r| ptr::eq(r.get(), self))
+    }
+
+    /// Pushes to the local half.
+    ///
+    /// # Safety
+    /// The caller runs this queue (`is_running_here()` is true).
+    #[inline]
+    pub(crate) unsafe fn push_local(&self, d: Demand) {
+        debug_assert!(self.is_running_here());
+        // SAFETY: only the running thread touches `local` (caller), and no reference to it is
+        // held across this call: pushes happen from handlers, never while the worker borrows it.
+        unsafe { (*self.local.get()).push_back(d) }
+    }
+
+    /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
+    #[inline]
+    pub(crate) fn push_remote(&self, d: Demand) {
+        self.remote.push(d);
+        self.wakeup.notify();
+    }
+
+    /// Pushes a demand that holds no borrowed agent reference, through the right half.
+    #[inline]
+    pub(crate) fn push(&self, d: Demand) {
+        if self.is_running_here() {
+            // SAFETY: checked just above.
+            unsafe { self.push_local(d) }
+        } else {
+            self.push_remote(d)
+        }
+    }
+
+    /// Pops the next demand to execute.
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    #[inline]
+    pub(crate) unsafe fn pop_local(&self) -> Option<Demand> {
+        // SAFETY: as in `push_local`; the borrow ends before the demand is executed.
+        unsafe { (*self.local.get()).pop_front() }
+    }
+
+    /// Moves up to `max` remote demands to the local tail; returns how many moved.
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    pub(crate) unsafe fn drain_remote(&self, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(d) = self.remote.pop() else { break };
+            // SAFETY: the caller runs this queue.
+            unsafe { self.push_local(d) };
+            n += 1;
+        }
+        n
+    }
+
+    /// True when the remote half has demands.
+    #[inline]
+    pub(crate) fn has_remote(&self) -> bool {
+        !self.remote.is_empty()
+    }
+
+    /// Sleeps until a remote push or a close (the caller spins first).
+    pub(crate) fn sleep(&self) {
+        self.wakeup.sleep(|| self.has_remote() || self.is_closed());
+    }
+
+    /// Registers the calling thread as this queue's worker for wake-ups.
+    pub(crate) fn register_worker(&self) {
+        self.wakeup.register_current();
+    }
+
+    /// Asks the worker to exit once the queue is empty.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.wakeup.force();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for EventQueue {
+    fn drop(&mut self) {
+        // Whatever is left was never executed: count it, never lose it silently.
+        for d in self.local.get_mut().drain(..) {
+            d.reject();
+        }
+        while let Some(d) = self.remote.pop() {
+            d.reject();
+        }
+    }
+}
+
+/// Marks the current thread as running a queue until dropped.
+pub(crate) struct RunningGuard {
+    prev: *const EventQueue,
+}
+
+impl RunningGuard {
+    /// # Safety
+    /// No other thread runs `q` while the guard lives, and `q` outlives the guard.
+    pub(crate) unsafe fn enter(q: &EventQueue) -> Self {
+        let prev = RUNNING.with(|r| r.replace(q));
+        Self { prev }
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        RUNNING.with(|r| r.set(self.prev));
+    }
+}

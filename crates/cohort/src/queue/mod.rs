@@ -1,0 +1,6 @@
+//! Event queues: where demands wait for the worker thread that runs them.
+
+mod event_queue;
+pub(crate) mod wakeup;
+
+pub(crate) use event_queue::{EventQueue, RunningGuard};
