@@ -558,7 +558,9 @@ impl CoopInner {
     /// Every agent has finished: unbind, notify, tell the parent.
     fn gone(self: &Arc<Self>) {
         for g in self.groups.iter() {
-            g.binder.unbind(&g.queue);
+            for _ in g.start..g.end {
+                g.binder.unbind(&g.queue);
+            }
         }
         let reason = {
             let mut st = self.lock_state();

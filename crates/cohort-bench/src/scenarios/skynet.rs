@@ -1,0 +1,155 @@
+//! Skynet (sobjectizer-performance-part3.txt, "Skynet: performance of managing agents"): an
+//! agent creates `branching` children in a child cooperation, each creates `branching` more,
+//! down to `leaves` leaf agents; each leaf sends its ordinal up, each level sums, the root
+//! receives 0 + 1 + ... + (leaves - 1) (499999500000 for one million). Measured: time to the
+//! result, and time until every agent is destroyed (the environment has stopped).
+
+use super::Dispatcher;
+use cohort::{Agent, Context, DefineError, Mbox};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What one run measured.
+pub struct Outcome {
+    pub to_result: Duration,
+    pub with_teardown: Duration,
+    pub sum: u64,
+    pub agents: u64,
+}
+
+struct Node {
+    parent: Mbox,
+    num: u64,
+    size: u64,
+    branching: u64,
+    sum: u64,
+    received: u64,
+}
+
+impl Node {
+    fn on_sum(&mut self, v: &u64, _: &mut Context<'_, Self>) {
+        self.sum += *v;
+        self.received += 1;
+        if self.received == self.branching {
+            self.parent.send(self.sum);
+        }
+    }
+}
+
+impl Agent for Node {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        if self.size > 1 {
+            ctx.on(Self::on_sum)?;
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        if self.size == 1 {
+            self.parent.send(self.num);
+            return;
+        }
+        let me = ctx.self_mbox();
+        let sub = self.size / self.branching;
+        let mut coop = ctx.new_child_coop();
+        for i in 0..self.branching {
+            coop.add(Node {
+                parent: me.clone(),
+                num: self.num + i * sub,
+                size: sub,
+                branching: self.branching,
+                sum: 0,
+                received: 0,
+            });
+        }
+        if let Err(e) = ctx.register_coop(coop) {
+            panic!("skynet: child cooperation refused: {e}");
+        }
+    }
+}
+
+struct Collector {
+    started: Instant,
+    out: Arc<Mutex<Option<(Duration, u64)>>>,
+}
+
+impl Agent for Collector {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, sum: &u64, ctx: &mut Context<'_, Self>| {
+            *me.out.lock().unwrap() = Some((me.started.elapsed(), *sum));
+            ctx.stop_environment();
+        })?;
+        Ok(())
+    }
+}
+
+/// Checks the parameters: `leaves` must be a power of `branching`.
+pub fn validate(leaves: u64, branching: u64) -> Result<u64, String> {
+    if branching < 2 {
+        return Err(format!("--branching must be at least 2 (got {branching})"));
+    }
+    if leaves == 0 {
+        return Err("--leaves must be at least 1".into());
+    }
+    let (mut n, mut agents) = (1u64, 1u64);
+    while n < leaves {
+        n = n.checked_mul(branching).ok_or("--leaves is too large")?;
+        agents += n;
+    }
+    if n != leaves {
+        return Err(format!("--leaves ({leaves}) must be a power of --branching ({branching})"));
+    }
+    if agents > 100_000_000 {
+        return Err(format!("{agents} agents would not fit in memory: use --leaves of at most 10^7"));
+    }
+    Ok(agents)
+}
+
+/// The expected sum: 0 + 1 + ... + (leaves - 1).
+pub fn expected_sum(leaves: u64) -> u64 {
+    leaves * (leaves - 1) / 2
+}
+
+/// Runs one skynet.
+pub fn run_once(leaves: u64, branching: u64, dispatcher: Dispatcher) -> Result<Outcome, String> {
+    let agents = validate(leaves, branching)?;
+    let out = Arc::new(Mutex::new(None));
+    let out2 = out.clone();
+    let started = Instant::now();
+    cohort::launch(move |env| {
+        let mut coop = env.new_coop();
+        coop.set_binder(dispatcher.binder(env)?);
+        let collector = coop.add(Collector { started, out: out2 });
+        coop.add(Node { parent: collector.mbox(), num: 0, size: leaves, branching, sum: 0, received: 0 });
+        env.register_coop(coop)?;
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
+    let with_teardown = started.elapsed();
+    let (to_result, sum) = out.lock().unwrap().take().ok_or("the root never received the sum")?;
+    if sum != expected_sum(leaves) {
+        return Err(format!("wrong sum: {sum}, expected {}", expected_sum(leaves)));
+    }
+    Ok(Outcome { to_result, with_teardown, sum, agents })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation() {
+        assert_eq!(validate(1_000_000, 10), Ok(1_111_111));
+        assert!(validate(999, 10).is_err());
+        assert!(validate(0, 10).is_err());
+        assert!(validate(10, 1).is_err());
+        assert_eq!(expected_sum(1_000_000), 499_999_500_000);
+    }
+
+    #[test]
+    fn small_skynet_sums() {
+        let o = run_once(1000, 10, Dispatcher::OneThread).unwrap();
+        assert_eq!(o.sum, 499_500);
+        assert_eq!(o.agents, 1111);
+    }
+}
