@@ -135,7 +135,7 @@ impl<'a, A: Agent> Context<'a, A> {
         self.subs.add(
             id,
             TypeId::of::<M>(),
-            std::any::type_name::<M>(),
+            std::any::type_name::<M>,
             Box::new(move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
                 // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
                 // envelopes built from an immutable `M` carry.
@@ -156,7 +156,7 @@ impl<'a, A: Agent> Context<'a, A> {
         self.subs.add(
             id,
             TypeId::of::<Mutable<M>>(),
-            std::any::type_name::<Mutable<M>>(),
+            std::any::type_name::<Mutable<M>>,
             Box::new(move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
                 // SAFETY: the key `TypeId::of::<Mutable<M>>()` is only carried by envelopes
                 // built by `Envelope::mutable::<M>`; the message is taken exactly once.

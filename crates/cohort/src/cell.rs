@@ -17,7 +17,6 @@ use crate::subscription::Subscriptions;
 use std::any::Any;
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
-use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -37,6 +36,11 @@ pub(crate) const FINISHED: u8 = 3;
 /// The part of an agent any thread may read.
 pub(crate) struct Header {
     status: AtomicU8,
+    /// Whether `start` has run. Only the thread running the agent's queue touches it (kept
+    /// here, in the status word's padding, to keep a cell within 128 bytes).
+    started: UnsafeCell<bool>,
+    /// The agent's own panic reaction: written before registration, read-only after.
+    panic_reaction: UnsafeCell<Option<PanicReaction>>,
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
     /// only after observing `ACTIVE` or later (acquire).
     queue: UnsafeCell<Option<Arc<EventQueue>>>,
@@ -45,7 +49,13 @@ pub(crate) struct Header {
 
 impl Header {
     pub(crate) fn new(env: Arc<EnvShared>) -> Self {
-        Self { status: AtomicU8::new(NEW), queue: UnsafeCell::new(None), env }
+        Self {
+            status: AtomicU8::new(NEW),
+            started: UnsafeCell::new(false),
+            panic_reaction: UnsafeCell::new(None),
+            queue: UnsafeCell::new(None),
+            env,
+        }
     }
 
     #[inline]
@@ -80,6 +90,28 @@ impl Header {
         }
     }
 
+    /// Whether `start` has run.
+    ///
+    /// # Safety
+    /// The caller runs the agent's queue.
+    #[inline]
+    unsafe fn started(&self) -> bool {
+        // SAFETY: only the running thread touches `started` (caller).
+        unsafe { *self.started.get() }
+    }
+
+    /// # Safety
+    /// As for [`Header::started`].
+    unsafe fn set_started(&self) {
+        // SAFETY: only the running thread touches `started` (caller).
+        unsafe { *self.started.get() = true }
+    }
+
+    fn panic_reaction(&self) -> Option<PanicReaction> {
+        // SAFETY: written only before registration (by the builder's owner), read-only after.
+        unsafe { *self.panic_reaction.get() }
+    }
+
     /// Counts an undeliverable message and hands it to the environment's hook.
     #[cold]
     pub(crate) fn dead_letter(&self, msg: Envelope, why: DeliveryFailure) {
@@ -107,9 +139,6 @@ impl<A: Agent> AgentCell<AgentBody<A>> {
             body: UnsafeCell::new(AgentBody {
                 subs: Subscriptions::new(),
                 coop: std::ptr::null(),
-                pending: None,
-                started: false,
-                panic_reaction: None,
                 agent,
             }),
         })
@@ -127,8 +156,8 @@ impl<A: Agent> AgentCell<AgentBody<A>> {
     /// # Safety
     /// As for [`AgentCell::agent_mut`].
     pub(crate) unsafe fn set_panic_reaction(&self, r: PanicReaction) {
-        // SAFETY: as the caller guarantees.
-        unsafe { (*self.body.get()).panic_reaction = Some(r) }
+        // SAFETY: as the caller guarantees: nobody reads it before registration.
+        unsafe { *self.header.panic_reaction.get() = Some(r) }
     }
 }
 
@@ -230,10 +259,6 @@ pub(crate) struct AgentBody<A: Agent> {
     /// The agent's cooperation: set at registration, valid until the agent has finished
     /// (the cooperation outlives the handling of its agents' demands).
     coop: *const CoopInner,
-    /// Messages that arrived before `start` ran, replayed right after it.
-    pending: Option<Box<VecDeque<(MboxId, Envelope)>>>,
-    started: bool,
-    panic_reaction: Option<PanicReaction>,
     agent: A,
 }
 
@@ -247,8 +272,8 @@ impl<A: Agent> AgentBody<A> {
         let header = unsafe { &this.as_ref().header };
         // SAFETY: `coop` is valid while the agent runs (field doc).
         let coop = unsafe { CoopInner::arc_from_ptr(self.coop) };
-        let reaction = self
-            .panic_reaction
+        let reaction = header
+            .panic_reaction()
             .or(coop.panic_reaction())
             .unwrap_or(header.env.panic_reaction);
         let what = panic_message(&*payload);
@@ -288,12 +313,13 @@ fn panic_message(p: &(dyn Any + Send)) -> Cow<'static, str> {
 impl<A: Agent> ErasedBody for AgentBody<A> {
     #[inline]
     fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
-        if !self.started {
-            self.pending.get_or_insert_with(Default::default).push_back((mbox, msg));
-            return;
-        }
         // SAFETY: the cell is alive while its demands run.
         let header = unsafe { &this.as_ref().header };
+        // SAFETY: we run the agent's queue.
+        if !unsafe { header.started() } {
+            // SAFETY: the agent is registered (its queue is bound) and we run its queue.
+            return unsafe { header.queue().stash_early(this.as_ptr() as *const () as usize, mbox, msg) };
+        }
         if header.status() == FINISHED {
             return header.dead_letter(msg, DeliveryFailure::ReceiverGone);
         }
@@ -314,7 +340,8 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     }
 
     fn start(&mut self, this: NonNull<DynCell>) {
-        self.started = true;
+        // SAFETY: the cell is alive and we run its queue.
+        unsafe { this.as_ref().header.set_started() };
         let mut new_subs = Subscriptions::new();
         let mut ctx = Context::new(this, self.coop, &mut new_subs);
         let agent = &mut self.agent;
@@ -325,10 +352,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         if let Err(payload) = result {
             self.on_panic(this, "start", payload);
         }
-        if let Some(pending) = self.pending.take() {
-            for (mbox, msg) in *pending {
-                self.handle(this, mbox, msg);
-            }
+        // SAFETY: the cell is alive and registered; we run its queue.
+        let early = unsafe { this.as_ref().header.queue().take_early(this.as_ptr() as *const () as usize) };
+        for (mbox, msg) in early {
+            self.handle(this, mbox, msg);
         }
     }
 

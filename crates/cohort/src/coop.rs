@@ -20,6 +20,7 @@ use crate::mbox::Mbox;
 use crate::panic::PanicReaction;
 use crate::queue::EventQueue;
 use std::any::TypeId;
+use std::cell::UnsafeCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -261,9 +262,10 @@ impl Coop {
             return Err(RegisterError::EnvironmentStopped);
         }
         let default = binder.unwrap_or_else(|| shared.default_binder());
+        let n = agents.len();
 
         // 1. Bind every agent to its dispatcher.
-        let mut bound: Vec<(Arc<DynCell>, Binder, Arc<EventQueue>)> = Vec::with_capacity(agents.len());
+        let mut bound: Vec<(Arc<DynCell>, Binder, Arc<EventQueue>)> = Vec::with_capacity(n);
         for (index, pa) in agents.into_iter().enumerate() {
             let b = pa.binder.unwrap_or_else(|| default.clone());
             match b.bind() {
@@ -271,82 +273,83 @@ impl Coop {
                 Err(source) => {
                     // SAFETY: not registered: this thread has the only access to the body.
                     let agent = unsafe { pa.cell.body() }.name().into_owned();
-                    unbind_all(&bound);
+                    for (_, b, q) in &bound {
+                        b.unbind(q);
+                    }
                     return Err(RegisterError::Bind { agent, index, source });
                 }
             }
         }
 
-        let parent = match parent.or_else(|| shared.root()) {
-            Some(p) => p,
-            None => {
-                unbind_all(&bound);
-                return Err(RegisterError::EnvironmentStopped);
+        let Some(parent) = parent.or_else(|| shared.root()) else {
+            for (_, b, q) in &bound {
+                b.unbind(q);
             }
+            return Err(RegisterError::EnvironmentStopped);
         };
 
         // 2. Group the agents by queue (stable: start order within a queue is `add` order).
-        let n = bound.len();
-        let mut order: Vec<usize> = (0..n).collect();
+        //    `position[i]` is where the i-th added agent lands; `None` when nothing moves.
         let same_queue = bound.iter().all(|(_, _, q)| Arc::ptr_eq(q, &bound[0].2));
-        if !same_queue {
+        let position: Option<Vec<usize>> = (!same_queue).then(|| {
+            let mut order: Vec<usize> = (0..n).collect();
             order.sort_by_key(|&i| Arc::as_ptr(&bound[i].2) as usize);
-        }
-        let mut groups: Vec<Group> = Vec::new();
-        let mut cells: Vec<Arc<DynCell>> = Vec::with_capacity(n);
-        let mut position = vec![0usize; n];
-        for (pos, &i) in order.iter().enumerate() {
-            let (cell, b, q) = &bound[i];
-            position[i] = pos;
+            let mut position = vec![0usize; n];
+            for (pos, &i) in order.iter().enumerate() {
+                position[i] = pos;
+            }
+            let mut slots: Vec<Option<(Arc<DynCell>, Binder, Arc<EventQueue>)>> = bound.drain(..).map(Some).collect();
+            bound.extend(order.iter().map(|&i| slots[i].take().expect("a permutation")));
+            position
+        });
+        let mut groups: Vec<Group> = Vec::with_capacity(1);
+        for (pos, (_, b, q)) in bound.iter().enumerate() {
             match groups.last_mut() {
                 Some(g) if Arc::ptr_eq(&g.queue, q) => g.end += 1,
                 _ => groups.push(Group { queue: q.clone(), binder: b.clone(), start: pos as u32, end: pos as u32 + 1 }),
             }
-            cells.push(cell.clone());
         }
-        let queues: Vec<Arc<EventQueue>> = bound.iter().map(|(_, _, q)| q.clone()).collect();
-        let binders: Vec<Binder> = bound.iter().map(|(_, b, _)| b.clone()).collect();
-        drop(bound);
-
+        let mut cells: Vec<Arc<DynCell>> = Vec::with_capacity(n);
+        for (cell, _, q) in bound {
+            // SAFETY: not registered: this thread has the only access to the header's queue,
+            // written before the status leaves `NEW`.
+            unsafe { cell.header.bind_queue(q) };
+            cells.push(cell);
+        }
+        let mut groups = groups.into_iter();
+        let first = groups.next().expect("at least one agent, so one group");
+        let more: Box<[Group]> = groups.collect();
         let coop = Arc::new(CoopInner {
             id: shared.next_coop_id(),
             env: shared.clone(),
             parent: Some(parent.clone()),
             agents: cells.into_boxed_slice(),
-            groups: groups.into_boxed_slice(),
+            groups: Groups { first: Some(first), more },
             state: Mutex::new(CoopState {
                 status: CoopStatus::Registering,
                 reason: DeregReason::Normal,
-                children: Vec::new(),
+                first_child: None,
+                children: 0,
             }),
+            links: UnsafeCell::new(Links { next: None, prev: std::ptr::null() }),
             pending: AtomicUsize::new(1),
             groups_left: AtomicUsize::new(0),
-            slot: AtomicUsize::new(usize::MAX),
             extras: if extras.is_empty() { None } else { Some(Box::new(extras)) },
         });
         coop.groups_left.store(coop.groups.len(), Ordering::Relaxed);
-        let cleanup = |coop: &CoopInner| {
-            for (q, b) in queues.iter().zip(&binders) {
-                b.unbind(q);
-            }
-            let _ = coop;
-        };
 
         // 3. Attach and define, in `add` order, on this thread.
-        for (i, &pos) in position.iter().enumerate() {
-            let cell = &coop.agents[pos];
-            // SAFETY: not registered yet: this thread has the only access to the body, and
-            // the queue is written before the status leaves `NEW`.
-            unsafe {
-                cell.header.bind_queue(queues[i].clone());
+        for i in 0..n {
+            let cell = &coop.agents[position.as_ref().map_or(i, |p| p[i])];
+            // SAFETY: not registered yet: this thread has the only access to the body.
+            let result = unsafe {
                 cell.body().attach(Arc::as_ptr(&coop));
-            }
-            // SAFETY: as above.
-            let result = unsafe { cell.body().define(NonNull::from(&**cell)) };
+                cell.body().define(NonNull::from(&**cell))
+            };
             if let Err(failure) = result {
                 // SAFETY: as above.
                 let agent = unsafe { cell.body() }.name().into_owned();
-                cleanup(&coop);
+                coop.unbind_all();
                 let reason = match failure {
                     DefineFailure::Failed(e) => e.to_string(),
                     DefineFailure::Panicked(p) => format!("panicked: {p}"),
@@ -361,15 +364,15 @@ impl Coop {
             let mut pstate = parent.lock_state();
             if pstate.status != CoopStatus::Registered {
                 drop(pstate);
-                cleanup(&coop);
+                coop.unbind_all();
                 return Err(if parent.parent.is_none() {
                     RegisterError::EnvironmentStopped
                 } else {
                     RegisterError::ParentDeregistering
                 });
             }
-            coop.slot.store(pstate.children.len(), Ordering::Relaxed);
-            pstate.children.push(coop.clone());
+            // SAFETY: the parent's lock is held.
+            unsafe { parent.link_child(&mut pstate, coop.clone()) };
             parent.pending.fetch_add(1, Ordering::AcqRel);
             coop.lock_state().status = CoopStatus::Registered;
             shared.coop_registered();
@@ -389,12 +392,6 @@ impl Coop {
     }
 }
 
-fn unbind_all(bound: &[(Arc<DynCell>, Binder, Arc<EventQueue>)]) {
-    for (_, b, q) in bound {
-        b.unbind(q);
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CoopStatus {
     Registering,
@@ -406,7 +403,15 @@ enum CoopStatus {
 struct CoopState {
     status: CoopStatus,
     reason: DeregReason,
-    children: Vec<Arc<CoopInner>>,
+    /// Head of the intrusive list of live children (linked through their `links`).
+    first_child: Option<Arc<CoopInner>>,
+    children: usize,
+}
+
+/// A child's place in its parent's list; guarded by the parent's state lock.
+struct Links {
+    next: Option<Arc<CoopInner>>,
+    prev: *const CoopInner,
 }
 
 /// The agents of a cooperation bound to one queue: `agents[start..end]`.
@@ -417,6 +422,26 @@ struct Group {
     end: u32,
 }
 
+/// A cooperation's groups: the first inline (most cooperations have one), the rest boxed.
+struct Groups {
+    first: Option<Group>,
+    more: Box<[Group]>,
+}
+
+impl Groups {
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+
+    fn get(&self, i: usize) -> &Group {
+        if i == 0 { self.first.as_ref().expect("group 0 exists") } else { &self.more[i - 1] }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Group> {
+        self.first.iter().chain(self.more.iter())
+    }
+}
+
 /// A registered cooperation.
 pub(crate) struct CoopInner {
     id: CoopId,
@@ -424,16 +449,22 @@ pub(crate) struct CoopInner {
     /// `None` only for the environment's root cooperation.
     parent: Option<Arc<CoopInner>>,
     agents: Box<[Arc<DynCell>]>,
-    groups: Box<[Group]>,
+    groups: Groups,
     state: Mutex<CoopState>,
+    /// This cooperation's place in its parent's child list (guarded by the parent's lock).
+    links: UnsafeCell<Links>,
     /// Live children, plus one while the cooperation is not deregistering.
     pending: AtomicUsize,
     /// Groups that have not finished yet.
     groups_left: AtomicUsize,
-    /// Index in the parent's `children`, maintained under the parent's lock.
-    slot: AtomicUsize,
     extras: Option<Box<CoopExtras>>,
 }
+
+// SAFETY: `links` is only accessed under the parent's state lock; the raw `prev` pointer
+// points to a sibling kept alive by the list itself. Everything else is `Sync`.
+unsafe impl Sync for CoopInner {}
+// SAFETY: as above.
+unsafe impl Send for CoopInner {}
 
 impl CoopInner {
     /// The environment's root cooperation: parent of every top-level cooperation.
@@ -443,11 +474,16 @@ impl CoopInner {
             env,
             parent: None,
             agents: Box::new([]),
-            groups: Box::new([]),
-            state: Mutex::new(CoopState { status: CoopStatus::Registered, reason: DeregReason::Normal, children: Vec::new() }),
+            groups: Groups { first: None, more: Box::new([]) },
+            state: Mutex::new(CoopState {
+                status: CoopStatus::Registered,
+                reason: DeregReason::Normal,
+                first_child: None,
+                children: 0,
+            }),
+            links: UnsafeCell::new(Links { next: None, prev: std::ptr::null() }),
             pending: AtomicUsize::new(1),
             groups_left: AtomicUsize::new(0),
-            slot: AtomicUsize::new(usize::MAX),
             extras: None,
         }
     }
@@ -478,7 +514,74 @@ impl CoopInner {
 
     /// Number of live child cooperations.
     pub(crate) fn child_count(&self) -> usize {
-        self.lock_state().children.len()
+        self.lock_state().children
+    }
+
+    /// Puts `child` at the head of this cooperation's child list.
+    ///
+    /// # Safety
+    /// `st` is this cooperation's locked state (which guards the children's `links`).
+    unsafe fn link_child(&self, st: &mut CoopState, child: Arc<CoopInner>) {
+        // SAFETY: the lock guards every child's links (caller).
+        unsafe {
+            let links = &mut *child.links.get();
+            links.prev = std::ptr::null();
+            links.next = st.first_child.take();
+            if let Some(next) = &links.next {
+                (*next.links.get()).prev = Arc::as_ptr(&child);
+            }
+        }
+        st.first_child = Some(child);
+        st.children += 1;
+    }
+
+    /// Takes `child` out of this cooperation's child list.
+    ///
+    /// # Safety
+    /// `st` is this cooperation's locked state and `child` is in its list.
+    unsafe fn unlink_child(&self, st: &mut CoopState, child: &CoopInner) {
+        // SAFETY: the lock guards every child's links (caller); `prev` points to a sibling
+        // that the list keeps alive.
+        unsafe {
+            let links = &mut *child.links.get();
+            let next = links.next.take();
+            let prev = std::mem::replace(&mut links.prev, std::ptr::null());
+            if let Some(n) = &next {
+                (*n.links.get()).prev = prev;
+            }
+            // Replacing the owner's pointer drops the list's strong count on `child`; the
+            // caller holds another.
+            if prev.is_null() {
+                st.first_child = next;
+            } else {
+                (*(*prev).links.get()).next = next;
+            }
+        }
+        st.children -= 1;
+    }
+
+    /// The live children, for deregistration.
+    ///
+    /// # Safety
+    /// `st` is this cooperation's locked state.
+    unsafe fn children(&self, st: &CoopState) -> Vec<Arc<CoopInner>> {
+        let mut out = Vec::with_capacity(st.children);
+        let mut cur = st.first_child.clone();
+        while let Some(c) = cur {
+            // SAFETY: the lock guards the links (caller).
+            cur = unsafe { (*c.links.get()).next.clone() };
+            out.push(c);
+        }
+        out
+    }
+
+    /// Unbinds every agent (registration failed, or the cooperation is gone).
+    fn unbind_all(&self) {
+        for g in self.groups.iter() {
+            for _ in g.start..g.end {
+                g.binder.unbind(&g.queue);
+            }
+        }
     }
 
     /// Starts deregistration (idempotent: the first reason wins).
@@ -490,7 +593,8 @@ impl CoopInner {
             }
             st.status = CoopStatus::Deregistering;
             st.reason = reason;
-            st.children.clone()
+            // SAFETY: the lock is held.
+            unsafe { self.children(&st) }
         };
         let child_reason = if self.parent.is_none() { reason } else { DeregReason::Parent };
         for child in children {
@@ -510,7 +614,7 @@ impl CoopInner {
         for cell in self.agents.iter() {
             cell.header.set_status(FINISHING);
         }
-        if self.groups.is_empty() {
+        if self.groups.len() == 0 {
             return self.gone();
         }
         for (g, group) in self.groups.iter().enumerate() {
@@ -524,7 +628,7 @@ impl CoopInner {
 
     /// Runs a lifecycle step on the thread that runs `queue`.
     pub(crate) fn run_step(self: Arc<Self>, group: u32, step: Step, queue: &EventQueue) {
-        let g = &self.groups[group as usize];
+        let g = self.groups.get(group as usize);
         let members = &self.agents[g.start as usize..g.end as usize];
         match step {
             Step::Start => {
@@ -557,11 +661,7 @@ impl CoopInner {
 
     /// Every agent has finished: unbind, notify, tell the parent.
     fn gone(self: &Arc<Self>) {
-        for g in self.groups.iter() {
-            for _ in g.start..g.end {
-                g.binder.unbind(&g.queue);
-            }
-        }
+        self.unbind_all();
         let reason = {
             let mut st = self.lock_state();
             st.status = CoopStatus::Gone;
@@ -584,13 +684,10 @@ impl CoopInner {
     fn child_gone(self: &Arc<Self>, child: &CoopInner) {
         let (left, registered) = {
             let mut st = self.lock_state();
-            let slot = child.slot.load(Ordering::Relaxed);
-            debug_assert!(std::ptr::eq(&*st.children[slot], child));
-            st.children.swap_remove(slot);
-            if let Some(moved) = st.children.get(slot) {
-                moved.slot.store(slot, Ordering::Relaxed);
-            }
-            (st.children.len(), st.status == CoopStatus::Registered)
+            // SAFETY: the lock is held and `child` is linked (it registered under this lock
+            // and unlinks only here, once).
+            unsafe { self.unlink_child(&mut st, child) };
+            (st.children, st.status == CoopStatus::Registered)
         };
         if registered && left == 0 && self.parent.is_none() {
             self.env.last_coop_gone();
@@ -663,5 +760,20 @@ impl CoopHandle {
 impl fmt::Debug for CoopHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CoopHandle").field("id", &self.inner.id).field("name", &self.name()).finish()
+    }
+}
+
+#[cfg(test)]
+mod size_probe {
+    #[test]
+    fn sizes() {
+        use crate::cell::*;
+        struct N { _a: crate::Mbox, _b: [u64; 5] }
+        impl crate::Agent for N {}
+        eprintln!("cell<N> {}", std::mem::size_of::<AgentCell<AgentBody<N>>>());
+        eprintln!("coop {}", std::mem::size_of::<super::CoopInner>());
+        eprintln!("demand {}", std::mem::size_of::<crate::demand::Demand>());
+        eprintln!("group {}", std::mem::size_of::<super::Group>());
+        eprintln!("state {}", std::mem::size_of::<std::sync::Mutex<super::CoopState>>());
     }
 }

@@ -1,8 +1,10 @@
 //! An agent's subscriptions: which handler runs for a (mailbox, message type) pair.
 //!
-//! The table is a small vector scanned linearly: agents typically subscribe to a handful of
-//! message types, for which a scan of 24-byte keys beats hashing. Handlers are boxed closures;
-//! a plain method (`Self::on_ping`) is a zero-sized closure and costs no allocation.
+//! The table is a small exact-size slice scanned linearly: agents typically subscribe to a
+//! handful of message types, for which a scan of 24-byte keys beats hashing, and an exact-size
+//! slice keeps a million agents small (skynet). Subscribing reallocates the slice; it happens
+//! at definition time, not per message. Handlers are boxed closures; a plain method
+//! (`Self::on_ping`) is a zero-sized closure and costs no allocation.
 
 use crate::agent::{Agent, Context};
 use crate::error::SubscribeError;
@@ -16,18 +18,18 @@ pub(crate) type Handler<A> = Box<dyn for<'c> FnMut(&mut A, Envelope, &mut Contex
 struct Entry<A: Agent> {
     key: TypeId,
     mbox: MboxId,
-    type_name: &'static str,
+    type_name: fn() -> &'static str,
     handler: Handler<A>,
 }
 
 /// The subscription table of one agent.
 pub(crate) struct Subscriptions<A: Agent> {
-    entries: Vec<Entry<A>>,
+    entries: Box<[Entry<A>]>,
 }
 
 impl<A: Agent> Subscriptions<A> {
-    pub(crate) const fn new() -> Self {
-        Self { entries: Vec::new() }
+    pub(crate) fn new() -> Self {
+        Self { entries: Box::new([]) }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -48,27 +50,33 @@ impl<A: Agent> Subscriptions<A> {
         &mut self,
         mbox: MboxId,
         key: TypeId,
-        type_name: &'static str,
+        type_name: fn() -> &'static str,
         handler: Handler<A>,
     ) -> Result<(), SubscribeError> {
         if self.entries.iter().any(|e| e.key == key && e.mbox == mbox) {
-            return Err(SubscribeError::AlreadySubscribed { message_type: type_name });
+            return Err(SubscribeError::AlreadySubscribed { message_type: type_name() });
         }
-        self.entries.push(Entry { key, mbox, type_name, handler });
+        let mut v = std::mem::take(&mut self.entries).into_vec();
+        v.reserve_exact(1);
+        v.push(Entry { key, mbox, type_name, handler });
+        self.entries = v.into_boxed_slice();
         Ok(())
     }
 
     /// Removes the handler for (mailbox, type); true if there was one.
     pub(crate) fn remove(&mut self, mbox: MboxId, key: TypeId) -> bool {
         let before = self.entries.len();
-        self.entries.retain(|e| !(e.key == key && e.mbox == mbox));
-        before != self.entries.len()
+        let mut v = std::mem::take(&mut self.entries).into_vec();
+        v.retain(|e| !(e.key == key && e.mbox == mbox));
+        let removed = before != v.len();
+        self.entries = v.into_boxed_slice();
+        removed
     }
 
     /// Moves subscriptions made while a handler ran into the table.
     pub(crate) fn merge(&mut self, other: Self) -> Result<(), SubscribeError> {
         let mut first_error = None;
-        for e in other.entries {
+        for e in other.entries.into_vec() {
             if let Err(err) = self.add(e.mbox, e.key, e.type_name, e.handler) {
                 first_error.get_or_insert(err);
             }

@@ -13,6 +13,8 @@
 
 use super::wakeup::Wakeup;
 use crate::demand::Demand;
+use crate::mbox::MboxId;
+use crate::message::Envelope;
 use crossbeam_queue::SegQueue;
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
@@ -28,6 +30,9 @@ thread_local! {
 pub(crate) struct EventQueue {
     local: UnsafeCell<VecDeque<Demand>>,
     remote: SegQueue<Demand>,
+    /// Messages that reached an agent before its `start` ran, by cell address, replayed right
+    /// after `start` (rare: kept here rather than in every agent).
+    early: UnsafeCell<Vec<(usize, MboxId, Envelope)>>,
     wakeup: Wakeup,
     closed: AtomicBool,
 }
@@ -44,6 +49,7 @@ impl EventQueue {
         Self {
             local: UnsafeCell::new(VecDeque::new()),
             remote: SegQueue::new(),
+            early: UnsafeCell::new(Vec::new()),
             wakeup: Wakeup::new(),
             closed: AtomicBool::new(false),
         }
@@ -108,6 +114,36 @@ impl EventQueue {
             n += 1;
         }
         n
+    }
+
+    /// Keeps a message that reached agent `cell` before its `start` ran.
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    #[cold]
+    pub(crate) unsafe fn stash_early(&self, cell: usize, mbox: MboxId, msg: Envelope) {
+        // SAFETY: only the running thread touches `early` (caller); no borrow is held across.
+        unsafe { (*self.early.get()).push((cell, mbox, msg)) }
+    }
+
+    /// Takes the messages stashed for agent `cell`, in arrival order.
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    #[inline]
+    pub(crate) unsafe fn take_early(&self, cell: usize) -> Vec<(MboxId, Envelope)> {
+        // SAFETY: as in `stash_early`.
+        let early = unsafe { &mut *self.early.get() };
+        if early.is_empty() {
+            return Vec::new();
+        }
+        let mut mine = Vec::new();
+        let mut rest = Vec::with_capacity(early.len());
+        for (c, m, e) in early.drain(..) {
+            if c == cell { mine.push((m, e)) } else { rest.push((c, m, e)) }
+        }
+        *early = rest;
+        mine
     }
 
     /// True when the remote half has demands.
