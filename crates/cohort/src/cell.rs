@@ -181,12 +181,18 @@ impl DynCell {
     }
 }
 
-/// A reference to an agent held by a demand: borrowed on the local path (no refcount; see
-/// `docs/runtime-semantics.md`, "Agent lifetime"), owned on the remote path.
+/// Where a message demand goes: the agent, and the mailbox it came through.
+///
+/// The agent reference is borrowed on the local path (no refcount; see
+/// `docs/runtime-semantics.md`, "Agent lifetime") and owned (one strong count) on the remote
+/// path. The owned flag lives in bit 0 of the mailbox id (ids are addresses of 8-aligned
+/// objects), which keeps a message demand at 40 bytes.
 pub(crate) struct AgentRef {
     ptr: NonNull<DynCell>,
-    owned: bool,
+    mbox_and_owned: usize,
 }
+
+const OWNED: usize = 1;
 
 // SAFETY: a `DynCell` is `Sync`; an owned ref is an `Arc`, a borrowed one never leaves the
 // thread that runs the agent's queue.
@@ -199,16 +205,18 @@ impl AgentRef {
     /// The caller runs the agent's queue and saw the agent `ACTIVE`: the cell then stays alive
     /// until its cooperation releases it, which happens after this demand runs.
     #[inline]
-    pub(crate) unsafe fn borrowed(cell: &Arc<DynCell>) -> Self {
-        Self { ptr: NonNull::from(&**cell), owned: false }
+    pub(crate) unsafe fn borrowed(cell: &Arc<DynCell>, mbox: MboxId) -> Self {
+        debug_assert_eq!(mbox.0 & OWNED, 0);
+        Self { ptr: NonNull::from(&**cell), mbox_and_owned: mbox.0 }
     }
 
     /// An owned reference (one strong count).
     #[inline]
-    pub(crate) fn owned(cell: Arc<DynCell>) -> Self {
+    pub(crate) fn owned(cell: Arc<DynCell>, mbox: MboxId) -> Self {
+        debug_assert_eq!(mbox.0 & OWNED, 0);
         // SAFETY: `Arc::into_raw` never returns null.
         let ptr = unsafe { NonNull::new_unchecked(Arc::into_raw(cell) as *mut DynCell) };
-        Self { ptr, owned: true }
+        Self { ptr, mbox_and_owned: mbox.0 | OWNED }
     }
 
     #[inline]
@@ -219,7 +227,8 @@ impl AgentRef {
 
     /// Runs a message on the agent. Called by the thread that runs the agent's queue.
     #[inline]
-    pub(crate) fn handle(self, mbox: MboxId, msg: Envelope) {
+    pub(crate) fn handle(self, msg: Envelope) {
+        let mbox = MboxId(self.mbox_and_owned & !OWNED);
         // SAFETY: demands run on the thread that runs the agent's queue, one at a time, and
         // the cell is alive (constructors).
         unsafe { self.ptr.as_ref().body() }.handle(self.ptr, mbox, msg);
@@ -229,7 +238,7 @@ impl AgentRef {
 impl Drop for AgentRef {
     #[inline]
     fn drop(&mut self) {
-        if self.owned {
+        if self.mbox_and_owned & OWNED != 0 {
             // SAFETY: an owned ref holds one strong count taken by `Arc::into_raw`.
             unsafe { drop(Arc::from_raw(self.ptr.as_ptr() as *const DynCell)) }
         }

@@ -2,15 +2,14 @@
 
 use crate::cell::{AgentRef, DeliveryFailure};
 use crate::coop::{CoopInner, Step};
-use crate::mbox::MboxId;
 use crate::message::Envelope;
 use crate::queue::EventQueue;
 use std::sync::Arc;
 
 /// One unit of work for a worker thread.
 pub(crate) enum Demand {
-    /// A message for one agent.
-    Message { agent: AgentRef, mbox: MboxId, msg: Envelope },
+    /// A message for one agent (through the mailbox recorded in `agent`).
+    Message { agent: AgentRef, msg: Envelope },
     /// A lifecycle step (start, finish) for the agents of one cooperation bound to one queue.
     Lifecycle { coop: Arc<CoopInner>, group: u32, step: Step },
 }
@@ -20,7 +19,7 @@ impl Demand {
     #[inline]
     pub(crate) fn run(self, queue: &EventQueue) {
         match self {
-            Demand::Message { agent, mbox, msg } => agent.handle(mbox, msg),
+            Demand::Message { agent, msg } => agent.handle(msg),
             Demand::Lifecycle { coop, group, step } => coop.run_step(group, step, queue),
         }
     }

@@ -83,7 +83,7 @@ impl Mbox {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn deliver(&self, msg: Envelope) {
         match &self.kind {
             MboxKind::Direct(cell) => deliver_direct(cell, msg),
@@ -91,7 +91,7 @@ impl Mbox {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
     let header = &cell.header;
     let status = header.status();
@@ -109,9 +109,9 @@ fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
     if queue.is_running_here() {
         // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
         // valid until the demand runs, and the local push happens on the running thread.
-        unsafe { queue.push_local(Demand::Message { agent: AgentRef::borrowed(cell), mbox, msg }) }
+        unsafe { queue.push_local(Demand::Message { agent: AgentRef::borrowed(cell, mbox), msg }) }
     } else {
-        queue.push_remote(Demand::Message { agent: AgentRef::owned(cell.clone()), mbox, msg })
+        queue.push_remote(Demand::Message { agent: AgentRef::owned(cell.clone(), mbox), msg })
     }
 }
 

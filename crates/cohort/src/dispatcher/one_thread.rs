@@ -5,6 +5,7 @@ use crate::defaults;
 use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -62,7 +63,7 @@ impl OneThreadBuilder {
         let core = Arc::new(OneThread {
             name: self.name,
             queue,
-            state: Mutex::new(State { bound: 0, shut: false }),
+            bound: AtomicUsize::new(0),
             thread: Mutex::new(Some(thread)),
         });
         env.shared().add_dispatcher(core.clone())?;
@@ -70,22 +71,16 @@ impl OneThreadBuilder {
     }
 }
 
-struct State {
-    bound: usize,
-    shut: bool,
-}
+/// The `shut` flag in the bound-agents word.
+const SHUT: usize = 1 << (usize::BITS - 1);
 
 struct OneThread {
     name: String,
     queue: Arc<EventQueue>,
-    state: Mutex<State>,
+    /// Number of bound agents, with [`SHUT`] set once the dispatcher is shut down. One word,
+    /// so binding a million agents (skynet) takes no lock.
+    bound: AtomicUsize,
     thread: Mutex<Option<JoinHandle<()>>>,
-}
-
-impl OneThread {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 impl DispatcherCore for OneThread {
@@ -94,26 +89,21 @@ impl DispatcherCore for OneThread {
     }
 
     fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
-        let mut st = self.state();
-        if st.shut {
+        if self.bound.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
+            self.unbind(&self.queue);
             return Err(BindError::DispatcherShutDown { name: self.name.clone() });
         }
-        st.bound += 1;
         Ok(self.queue.clone())
     }
 
     fn unbind(&self, _queue: &Arc<EventQueue>) {
-        let mut st = self.state();
-        st.bound -= 1;
-        if st.shut && st.bound == 0 {
+        if self.bound.fetch_sub(1, Ordering::AcqRel) == SHUT | 1 {
             self.queue.close();
         }
     }
 
     fn shutdown(&self) {
-        let mut st = self.state();
-        st.shut = true;
-        if st.bound == 0 {
+        if self.bound.fetch_or(SHUT, Ordering::AcqRel) == 0 {
             self.queue.close();
         }
     }
