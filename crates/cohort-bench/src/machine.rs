@@ -18,14 +18,22 @@ impl Machine {
     pub fn detect() -> Self {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
-            .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+            })
             .unwrap_or_else(|| "unknown".into());
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         Self {
             machine: cpu,
             cores,
-            rustc: run("rustc", &["--version"]).unwrap_or_else(|| option_env!("COHORT_RUSTC").unwrap_or("unknown").into()),
-            commit: run("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into()),
+            rustc: run("rustc", &["--version"])
+                .unwrap_or_else(|| option_env!("COHORT_RUSTC").unwrap_or("unknown").into()),
+            commit: run("git", &["rev-parse", "--short", "HEAD"])
+                .unwrap_or_else(|| "unknown".into()),
             date: run("date", &["-u", "+%Y-%m-%dT%H:%M:%SZ"]).unwrap_or_else(|| "unknown".into()),
         }
     }
@@ -33,5 +41,7 @@ impl Machine {
 
 fn run(cmd: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(cmd).args(args).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }

@@ -17,7 +17,11 @@ use scenarios::{Dispatcher, ping_pong, skynet};
 use serde_json::{Map, Value, json};
 
 #[derive(Parser)]
-#[command(name = "cohort-bench", version, about = "The classic actor benchmarks, on cohort")]
+#[command(
+    name = "cohort-bench",
+    version,
+    about = "The classic actor benchmarks, on cohort"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -107,24 +111,50 @@ enum Step {
 
 fn quick_plan() -> Vec<Step> {
     vec![
-        Step::PingPong(PingPongArgs { count: 1_000_000, dispatcher: Dispatcher::OneThread }),
-        Step::PingPong(PingPongArgs { count: 200_000, dispatcher: Dispatcher::ActiveObj }),
-        Step::Skynet(SkynetArgs { leaves: 1_000_000, branching: 10, dispatcher: Dispatcher::OneThread }),
+        Step::PingPong(PingPongArgs {
+            count: 1_000_000,
+            dispatcher: Dispatcher::OneThread,
+        }),
+        Step::PingPong(PingPongArgs {
+            count: 200_000,
+            dispatcher: Dispatcher::ActiveObj,
+        }),
+        Step::Skynet(SkynetArgs {
+            leaves: 1_000_000,
+            branching: 10,
+            dispatcher: Dispatcher::OneThread,
+        }),
     ]
 }
 
 fn full_plan() -> Vec<Step> {
     vec![
-        Step::PingPong(PingPongArgs { count: 25_000_000, dispatcher: Dispatcher::OneThread }),
-        Step::PingPong(PingPongArgs { count: 1_000_000, dispatcher: Dispatcher::ActiveObj }),
-        Step::Skynet(SkynetArgs { leaves: 1_000_000, branching: 10, dispatcher: Dispatcher::OneThread }),
-        Step::Skynet(SkynetArgs { leaves: 1_000_000, branching: 10, dispatcher: Dispatcher::ActiveObj }),
+        Step::PingPong(PingPongArgs {
+            count: 25_000_000,
+            dispatcher: Dispatcher::OneThread,
+        }),
+        Step::PingPong(PingPongArgs {
+            count: 1_000_000,
+            dispatcher: Dispatcher::ActiveObj,
+        }),
+        Step::Skynet(SkynetArgs {
+            leaves: 1_000_000,
+            branching: 10,
+            dispatcher: Dispatcher::OneThread,
+        }),
+        Step::Skynet(SkynetArgs {
+            leaves: 1_000_000,
+            branching: 10,
+            dispatcher: Dispatcher::ActiveObj,
+        }),
     ]
 }
 
 fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
     let bar = ProgressBar::new(plan.len() as u64);
-    bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"),
+    );
     let mut out = Vec::new();
     for step in plan {
         match step {
@@ -153,7 +183,9 @@ fn params(v: Value) -> Map<String, Value> {
 fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "ping-pong";
     let variant = format!("{}, direct mailboxes", a.dispatcher.label());
-    let p = params(json!({ "count": a.count, "dispatcher": a.dispatcher.label(), "mailbox": "direct" }));
+    let p = params(
+        json!({ "count": a.count, "dispatcher": a.dispatcher.label(), "mailbox": "direct" }),
+    );
     let mut msgs = Vec::new();
     let mut trips = Vec::new();
     for _ in 0..runs.max(1) {
@@ -175,9 +207,20 @@ fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     match ping_pong::run_once(lat_count, a.dispatcher, true) {
         Ok(o) => {
             if let Some(h) = o.latency {
-                for (metric, q) in [("latency_ns_p50", 0.5), ("latency_ns_p99", 0.99), ("latency_ns_p999", 0.999)] {
+                for (metric, q) in [
+                    ("latency_ns_p50", 0.5),
+                    ("latency_ns_p99", 0.99),
+                    ("latency_ns_p999", 0.999),
+                ] {
                     let v = h.value_at_quantile(q) as f64;
-                    out.push(Record::from_samples(scenario, &variant, &p, metric, &[v], machine));
+                    out.push(Record::from_samples(
+                        scenario,
+                        &variant,
+                        &p,
+                        metric,
+                        &[v],
+                        machine,
+                    ));
                 }
             }
         }
@@ -189,12 +232,16 @@ fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
 fn skynet_records(a: &SkynetArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "skynet";
     let variant = format!("{}, branching {}", a.dispatcher.label(), a.branching);
-    let p = params(json!({ "leaves": a.leaves, "branching": a.branching, "dispatcher": a.dispatcher.label() }));
-    let (mut with_teardown, mut to_result, mut rates, mut peaks) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut p = params(
+        json!({ "leaves": a.leaves, "branching": a.branching, "dispatcher": a.dispatcher.label() }),
+    );
+    let (mut with_teardown, mut to_result, mut rates, mut peaks) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs.max(1) {
         let can_reset = rss::reset_peak();
         match skynet::run_once(a.leaves, a.branching, a.dispatcher) {
             Ok(o) => {
+                p.insert("sum".into(), json!(o.sum));
                 with_teardown.push(o.with_teardown.as_secs_f64());
                 to_result.push(o.to_result.as_secs_f64());
                 rates.push(o.agents as f64 / o.with_teardown.as_secs_f64());
@@ -207,11 +254,25 @@ fn skynet_records(a: &SkynetArgs, runs: usize, machine: &Machine) -> Vec<Record>
     }
     let mut out = vec![
         Record::from_samples(scenario, &variant, &p, "elapsed_s", &with_teardown, machine),
-        Record::from_samples(scenario, &variant, &p, "elapsed_to_result_s", &to_result, machine),
+        Record::from_samples(
+            scenario,
+            &variant,
+            &p,
+            "elapsed_to_result_s",
+            &to_result,
+            machine,
+        ),
         Record::from_samples(scenario, &variant, &p, "agents_per_s", &rates, machine),
     ];
     if !peaks.is_empty() {
-        out.push(Record::from_samples(scenario, &variant, &p, "peak_rss_bytes", &peaks, machine));
+        out.push(Record::from_samples(
+            scenario,
+            &variant,
+            &p,
+            "peak_rss_bytes",
+            &peaks,
+            machine,
+        ));
     }
     out
 }

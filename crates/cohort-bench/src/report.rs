@@ -53,7 +53,13 @@ impl Record {
     }
 
     /// A failed scenario: `ok` false with the reason.
-    pub fn failed(scenario: &str, variant: &str, params: &Map<String, Value>, error: String, machine: &Machine) -> Self {
+    pub fn failed(
+        scenario: &str,
+        variant: &str,
+        params: &Map<String, Value>,
+        error: String,
+        machine: &Machine,
+    ) -> Self {
         Self {
             scenario: scenario.into(),
             variant: variant.into(),
@@ -76,7 +82,11 @@ pub fn median_min_max(samples: &[f64]) -> (f64, f64, f64) {
     let mut s = samples.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
     let n = s.len();
-    let median = if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 };
+    let median = if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    };
     (median, s[0], s[n - 1])
 }
 
@@ -137,7 +147,14 @@ fn print_table(records: &[Record]) {
             }
         })
         .collect();
-    let header = ["scenario", "variant", "metric", "median", "min .. max", "runs"];
+    let header = [
+        "scenario",
+        "variant",
+        "metric",
+        "median",
+        "min .. max",
+        "runs",
+    ];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -181,7 +198,7 @@ pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

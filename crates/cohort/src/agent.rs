@@ -136,12 +136,14 @@ impl<'a, A: Agent> Context<'a, A> {
             id,
             TypeId::of::<M>(),
             std::any::type_name::<M>,
-            Box::new(move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
-                // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
-                // envelopes built from an immutable `M` carry.
-                let msg = unsafe { env.get::<M>() };
-                handler(agent, msg, ctx)
-            }),
+            Box::new(
+                move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
+                    // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
+                    // envelopes built from an immutable `M` carry.
+                    let msg = unsafe { env.get::<M>() };
+                    handler(agent, msg, ctx)
+                },
+            ),
         )
     }
 
@@ -157,12 +159,14 @@ impl<'a, A: Agent> Context<'a, A> {
             id,
             TypeId::of::<Mutable<M>>(),
             std::any::type_name::<Mutable<M>>,
-            Box::new(move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
-                // SAFETY: the key `TypeId::of::<Mutable<M>>()` is only carried by envelopes
-                // built by `Envelope::mutable::<M>`; the message is taken exactly once.
-                let msg = unsafe { env.take::<M>() };
-                handler(agent, msg, ctx)
-            }),
+            Box::new(
+                move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
+                    // SAFETY: the key `TypeId::of::<Mutable<M>>()` is only carried by envelopes
+                    // built by `Envelope::mutable::<M>`; the message is taken exactly once.
+                    let msg = unsafe { env.take::<M>() };
+                    handler(agent, msg, ctx)
+                },
+            ),
         )
     }
 

@@ -148,6 +148,7 @@ impl<A: Agent> AgentCell<AgentBody<A>> {
     ///
     /// # Safety
     /// The cell is not registered yet and the caller has the only access to its body.
+    #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn agent_mut(&self) -> &mut A {
         // SAFETY: as the caller guarantees.
         unsafe { &mut (*self.body.get()).agent }
@@ -207,7 +208,10 @@ impl AgentRef {
     #[inline]
     pub(crate) unsafe fn borrowed(cell: &Arc<DynCell>, mbox: MboxId) -> Self {
         debug_assert_eq!(mbox.0 & OWNED, 0);
-        Self { ptr: NonNull::from(&**cell), mbox_and_owned: mbox.0 }
+        Self {
+            ptr: NonNull::from(&**cell),
+            mbox_and_owned: mbox.0,
+        }
     }
 
     /// An owned reference (one strong count).
@@ -216,7 +220,10 @@ impl AgentRef {
         debug_assert_eq!(mbox.0 & OWNED, 0);
         // SAFETY: `Arc::into_raw` never returns null.
         let ptr = unsafe { NonNull::new_unchecked(Arc::into_raw(cell) as *mut DynCell) };
-        Self { ptr, mbox_and_owned: mbox.0 | OWNED }
+        Self {
+            ptr,
+            mbox_and_owned: mbox.0 | OWNED,
+        }
     }
 
     #[inline]
@@ -327,7 +334,11 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         // SAFETY: we run the agent's queue.
         if !unsafe { header.started() } {
             // SAFETY: the agent is registered (its queue is bound) and we run its queue.
-            return unsafe { header.queue().stash_early(this.as_ptr() as *const () as usize, mbox, msg) };
+            return unsafe {
+                header
+                    .queue()
+                    .stash_early(this.as_ptr() as *const () as usize, mbox, msg)
+            };
         }
         if header.status() == FINISHED {
             return header.dead_letter(msg, DeliveryFailure::ReceiverGone);
@@ -362,7 +373,12 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             self.on_panic(this, "start", payload);
         }
         // SAFETY: the cell is alive and registered; we run its queue.
-        let early = unsafe { this.as_ref().header.queue().take_early(this.as_ptr() as *const () as usize) };
+        let early = unsafe {
+            this.as_ref()
+                .header
+                .queue()
+                .take_early(this.as_ptr() as *const () as usize)
+        };
         for (mbox, msg) in early {
             self.handle(this, mbox, msg);
         }

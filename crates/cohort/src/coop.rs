@@ -71,7 +71,9 @@ pub struct CoopDeregistered {
 pub(crate) enum Step {
     Start,
     /// `drained`: the queue's remote half was already moved ahead of this demand once.
-    Finish { drained: bool },
+    Finish {
+        drained: bool,
+    },
 }
 
 struct PendingAgent {
@@ -101,7 +103,10 @@ impl<A> AgentHandle<A> {
 
 impl<A> fmt::Debug for AgentHandle<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AgentHandle").field("index", &self.index).field("mbox", &self.mbox).finish()
+        f.debug_struct("AgentHandle")
+            .field("index", &self.index)
+            .field("mbox", &self.mbox)
+            .finish()
     }
 }
 
@@ -154,7 +159,13 @@ impl CoopExtras {
 
 impl Coop {
     pub(crate) fn new(env: Environment, parent: Option<Arc<CoopInner>>) -> Self {
-        Self { env, parent, binder: None, agents: Vec::new(), extras: CoopExtras::default() }
+        Self {
+            env,
+            parent,
+            binder: None,
+            agents: Vec::new(),
+            extras: CoopExtras::default(),
+        }
     }
 
     /// Adds an agent bound to the cooperation's binder (the environment's default dispatcher
@@ -173,13 +184,25 @@ impl Coop {
         let cell: Arc<DynCell> = cell;
         let mbox = Mbox::direct(cell.clone());
         let index = self.agents.len();
-        self.agents.push(PendingAgent { cell, type_id: TypeId::of::<A>(), binder });
-        AgentHandle { index, mbox, _agent: PhantomData }
+        self.agents.push(PendingAgent {
+            cell,
+            type_id: TypeId::of::<A>(),
+            binder,
+        });
+        AgentHandle {
+            index,
+            mbox,
+            _agent: PhantomData,
+        }
     }
 
     fn typed<A: Agent>(&self, h: &AgentHandle<A>) -> &AgentCell<AgentBody<A>> {
         let pa = &self.agents[h.index];
-        assert_eq!(pa.type_id, TypeId::of::<A>(), "agent handle used with another cooperation");
+        assert_eq!(
+            pa.type_id,
+            TypeId::of::<A>(),
+            "agent handle used with another cooperation"
+        );
         // SAFETY: the type id matches, so this cell was created as `AgentCell<AgentBody<A>>`
         // and only unsized to `DynCell`; casting the data pointer back is sound.
         unsafe { &*(Arc::as_ptr(&pa.cell) as *const AgentCell<AgentBody<A>>) }
@@ -198,7 +221,11 @@ impl Coop {
     }
 
     /// Sets one agent's panic reaction (overrides the cooperation's).
-    pub fn set_agent_panic_reaction<A: Agent>(&mut self, handle: &AgentHandle<A>, r: PanicReaction) {
+    pub fn set_agent_panic_reaction<A: Agent>(
+        &mut self,
+        handle: &AgentHandle<A>,
+        r: PanicReaction,
+    ) {
         let cell = self.typed(handle);
         // SAFETY: as in `agent_mut`.
         unsafe { cell.set_panic_reaction(r) }
@@ -253,7 +280,13 @@ impl Coop {
     /// Registers the cooperation: binds every agent, runs every `define` on this thread, then
     /// queues every `start`. All or nothing: on error nothing starts and nothing stays bound.
     pub(crate) fn register(self) -> Result<CoopHandle, RegisterError> {
-        let Coop { env, parent, binder, agents, extras } = self;
+        let Coop {
+            env,
+            parent,
+            binder,
+            agents,
+            extras,
+        } = self;
         let shared = env.shared();
         if agents.is_empty() {
             return Err(RegisterError::EmptyCoop);
@@ -265,7 +298,7 @@ impl Coop {
         let n = agents.len();
 
         // 1. Bind every agent to its dispatcher.
-        let mut bound: Vec<(Arc<DynCell>, Binder, Arc<EventQueue>)> = Vec::with_capacity(n);
+        let mut bound: Vec<Bound> = Vec::with_capacity(n);
         for (index, pa) in agents.into_iter().enumerate() {
             let b = pa.binder.unwrap_or_else(|| default.clone());
             match b.bind() {
@@ -276,7 +309,11 @@ impl Coop {
                     for (_, b, q) in &bound {
                         b.unbind(q);
                     }
-                    return Err(RegisterError::Bind { agent, index, source });
+                    return Err(RegisterError::Bind {
+                        agent,
+                        index,
+                        source,
+                    });
                 }
             }
         }
@@ -298,15 +335,24 @@ impl Coop {
             for (pos, &i) in order.iter().enumerate() {
                 position[i] = pos;
             }
-            let mut slots: Vec<Option<(Arc<DynCell>, Binder, Arc<EventQueue>)>> = bound.drain(..).map(Some).collect();
-            bound.extend(order.iter().map(|&i| slots[i].take().expect("a permutation")));
+            let mut slots: Vec<Option<Bound>> = bound.drain(..).map(Some).collect();
+            bound.extend(
+                order
+                    .iter()
+                    .map(|&i| slots[i].take().expect("a permutation")),
+            );
             position
         });
         let mut groups: Vec<Group> = Vec::with_capacity(1);
         for (pos, (_, b, q)) in bound.iter().enumerate() {
             match groups.last_mut() {
                 Some(g) if Arc::ptr_eq(&g.queue, q) => g.end += 1,
-                _ => groups.push(Group { queue: q.clone(), binder: b.clone(), start: pos as u32, end: pos as u32 + 1 }),
+                _ => groups.push(Group {
+                    queue: q.clone(),
+                    binder: b.clone(),
+                    start: pos as u32,
+                    end: pos as u32 + 1,
+                }),
             }
         }
         let mut cells: Vec<Arc<DynCell>> = Vec::with_capacity(n);
@@ -324,17 +370,27 @@ impl Coop {
             env: shared.clone(),
             parent: Some(parent.clone()),
             agents: cells.into_boxed_slice(),
-            groups: Groups { first: Some(first), more },
+            groups: Groups {
+                first: Some(first),
+                more,
+            },
             state: Mutex::new(CoopState {
                 status: CoopStatus::Registering,
                 reason: DeregReason::Normal,
                 first_child: None,
                 children: 0,
             }),
-            links: UnsafeCell::new(Links { next: None, prev: std::ptr::null() }),
+            links: UnsafeCell::new(Links {
+                next: None,
+                prev: std::ptr::null(),
+            }),
             pending: AtomicUsize::new(1),
             groups_left: AtomicUsize::new(0),
-            extras: if extras.is_empty() { None } else { Some(Box::new(extras)) },
+            extras: if extras.is_empty() {
+                None
+            } else {
+                Some(Box::new(extras))
+            },
         });
         coop.groups_left.store(coop.groups.len(), Ordering::Relaxed);
 
@@ -354,7 +410,11 @@ impl Coop {
                     DefineFailure::Failed(e) => e.to_string(),
                     DefineFailure::Panicked(p) => format!("panicked: {p}"),
                 };
-                return Err(RegisterError::Define { agent, index: i, reason });
+                return Err(RegisterError::Define {
+                    agent,
+                    index: i,
+                    reason,
+                });
             }
         }
 
@@ -380,17 +440,27 @@ impl Coop {
                 cell.header.set_status(ACTIVE);
             }
             for (g, group) in coop.groups.iter().enumerate() {
-                group.queue.push(Demand::Lifecycle { coop: coop.clone(), group: g as u32, step: Step::Start });
+                group.queue.push(Demand::Lifecycle {
+                    coop: coop.clone(),
+                    group: g as u32,
+                    step: Step::Start,
+                });
             }
         }
         if let Some(x) = &coop.extras {
             for m in &x.notify_registered {
-                m.send(CoopRegistered { id: coop.id, name: x.name.clone() });
+                m.send(CoopRegistered {
+                    id: coop.id,
+                    name: x.name.clone(),
+                });
             }
         }
         Ok(CoopHandle { inner: coop })
     }
 }
+
+/// An agent bound during registration: its cell, binder and queue.
+type Bound = (Arc<DynCell>, Binder, Arc<EventQueue>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CoopStatus {
@@ -434,7 +504,11 @@ impl Groups {
     }
 
     fn get(&self, i: usize) -> &Group {
-        if i == 0 { self.first.as_ref().expect("group 0 exists") } else { &self.more[i - 1] }
+        if i == 0 {
+            self.first.as_ref().expect("group 0 exists")
+        } else {
+            &self.more[i - 1]
+        }
     }
 
     fn iter(&self) -> impl Iterator<Item = &Group> {
@@ -474,14 +548,20 @@ impl CoopInner {
             env,
             parent: None,
             agents: Box::new([]),
-            groups: Groups { first: None, more: Box::new([]) },
+            groups: Groups {
+                first: None,
+                more: Box::new([]),
+            },
             state: Mutex::new(CoopState {
                 status: CoopStatus::Registered,
                 reason: DeregReason::Normal,
                 first_child: None,
                 children: 0,
             }),
-            links: UnsafeCell::new(Links { next: None, prev: std::ptr::null() }),
+            links: UnsafeCell::new(Links {
+                next: None,
+                prev: std::ptr::null(),
+            }),
             pending: AtomicUsize::new(1),
             groups_left: AtomicUsize::new(0),
             extras: None,
@@ -596,7 +676,11 @@ impl CoopInner {
             // SAFETY: the lock is held.
             unsafe { self.children(&st) }
         };
-        let child_reason = if self.parent.is_none() { reason } else { DeregReason::Parent };
+        let child_reason = if self.parent.is_none() {
+            reason
+        } else {
+            DeregReason::Parent
+        };
         for child in children {
             child.deregister(child_reason);
         }
@@ -643,7 +727,11 @@ impl CoopInner {
                 // SAFETY: we run `queue`.
                 unsafe {
                     queue.drain_remote(usize::MAX);
-                    queue.push_local(Demand::Lifecycle { coop: self.clone(), group, step: Step::Finish { drained: true } });
+                    queue.push_local(Demand::Lifecycle {
+                        coop: self.clone(),
+                        group,
+                        step: Step::Finish { drained: true },
+                    });
                 }
             }
             Step::Finish { drained: true } => {
@@ -669,7 +757,11 @@ impl CoopInner {
         };
         if let Some(x) = &self.extras {
             for m in &x.notify_deregistered {
-                m.send(CoopDeregistered { id: self.id, name: x.name.clone(), reason });
+                m.send(CoopDeregistered {
+                    id: self.id,
+                    name: x.name.clone(),
+                    reason,
+                });
             }
         }
         match &self.parent {
@@ -759,7 +851,10 @@ impl CoopHandle {
 
 impl fmt::Debug for CoopHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CoopHandle").field("id", &self.inner.id).field("name", &self.name()).finish()
+        f.debug_struct("CoopHandle")
+            .field("id", &self.inner.id)
+            .field("name", &self.name())
+            .finish()
     }
 }
 
@@ -768,12 +863,18 @@ mod size_probe {
     #[test]
     fn sizes() {
         use crate::cell::*;
-        struct N { _a: crate::Mbox, _b: [u64; 5] }
+        struct N {
+            _a: crate::Mbox,
+            _b: [u64; 5],
+        }
         impl crate::Agent for N {}
         eprintln!("cell<N> {}", std::mem::size_of::<AgentCell<AgentBody<N>>>());
         eprintln!("coop {}", std::mem::size_of::<super::CoopInner>());
         eprintln!("demand {}", std::mem::size_of::<crate::demand::Demand>());
         eprintln!("group {}", std::mem::size_of::<super::Group>());
-        eprintln!("state {}", std::mem::size_of::<std::sync::Mutex<super::CoopState>>());
+        eprintln!(
+            "state {}",
+            std::mem::size_of::<std::sync::Mutex<super::CoopState>>()
+        );
     }
 }

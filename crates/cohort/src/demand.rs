@@ -11,7 +11,11 @@ pub(crate) enum Demand {
     /// A message for one agent (through the mailbox recorded in `agent`).
     Message { agent: AgentRef, msg: Envelope },
     /// A lifecycle step (start, finish) for the agents of one cooperation bound to one queue.
-    Lifecycle { coop: Arc<CoopInner>, group: u32, step: Step },
+    Lifecycle {
+        coop: Arc<CoopInner>,
+        group: u32,
+        step: Step,
+    },
 }
 
 impl Demand {
@@ -27,11 +31,14 @@ impl Demand {
     /// Counts a demand that will never run (its queue is gone) as undelivered.
     pub(crate) fn reject(self) {
         match self {
-            Demand::Message { agent, msg, .. } => {
-                agent.header().dead_letter(msg, DeliveryFailure::ReceiverGone)
-            }
+            Demand::Message { agent, msg, .. } => agent
+                .header()
+                .dead_letter(msg, DeliveryFailure::ReceiverGone),
             Demand::Lifecycle { coop, .. } => {
-                tracing::error!(coop = coop.id().0, "lifecycle step of a cooperation dropped with its queue")
+                tracing::error!(
+                    coop = coop.id().0,
+                    "lifecycle step of a cooperation dropped with its queue"
+                )
             }
         }
     }

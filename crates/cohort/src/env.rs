@@ -121,7 +121,9 @@ impl EnvironmentBuilder {
         F: FnOnce(&Environment) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
     {
         let autoshutdown = self.autoshutdown.unwrap_or(true);
-        let env = WrappedEnv { env: self.build(autoshutdown)? };
+        let env = WrappedEnv {
+            env: self.build(autoshutdown)?,
+        };
         if let Err(e) = init(&env) {
             env.stop();
             env.wait();
@@ -153,9 +155,13 @@ impl EnvironmentBuilder {
             panics: AtomicU64::new(0),
             worker_spin: self.worker_spin,
         });
-        *shared.root.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(CoopInner::root(shared.clone())));
+        *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(Arc::new(CoopInner::root(shared.clone())));
         let env = Environment(shared);
-        let default = OneThreadBuilder::new().name("default").worker_spin(env.0.worker_spin).build(&env)?;
+        let default = OneThreadBuilder::new()
+            .name("default")
+            .worker_spin(env.0.worker_spin)
+            .build(&env)?;
         let _ = env.0.default_binder.set(default.binder());
         Ok(env)
     }
@@ -196,7 +202,10 @@ impl EnvShared {
     }
 
     pub(crate) fn default_binder(&self) -> Binder {
-        self.default_binder.get().expect("default dispatcher is created with the environment").clone()
+        self.default_binder
+            .get()
+            .expect("default dispatcher is created with the environment")
+            .clone()
     }
 
     pub(crate) fn add_dispatcher(&self, d: Arc<dyn DispatcherCore>) -> Result<(), DispatcherError> {
@@ -244,7 +253,11 @@ impl EnvShared {
 
     /// Every cooperation is gone: shut the dispatchers down and wake the waiters.
     pub(crate) fn root_gone(&self) {
-        let ds: Vec<_> = self.dispatchers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let ds: Vec<_> = self
+            .dispatchers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut f = self.finished.lock().unwrap_or_else(|e| e.into_inner());
         for d in &ds {
             d.shutdown();
@@ -263,7 +276,8 @@ impl EnvShared {
             return;
         }
         drop(f);
-        let ds: Vec<_> = std::mem::take(&mut *self.dispatchers.lock().unwrap_or_else(|e| e.into_inner()));
+        let ds: Vec<_> =
+            std::mem::take(&mut *self.dispatchers.lock().unwrap_or_else(|e| e.into_inner()));
         for d in &ds {
             d.join();
         }
@@ -278,7 +292,10 @@ impl EnvShared {
     pub(crate) fn dead_letter(&self, message_type: &'static str, reason: DeliveryFailure) {
         self.dead_letters.fetch_add(1, Ordering::Relaxed);
         if let Some(hook) = &self.dead_letter_hook {
-            hook(&DeadLetter { message_type, reason });
+            hook(&DeadLetter {
+                message_type,
+                reason,
+            });
         }
     }
 

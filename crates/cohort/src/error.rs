@@ -6,7 +6,9 @@ use std::io;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SubscribeError {
     /// A handler for this message type on this mailbox already exists.
-    #[error("a handler for `{message_type}` on this mailbox already exists: subscribe once per (mailbox, message type)")]
+    #[error(
+        "a handler for `{message_type}` on this mailbox already exists: subscribe once per (mailbox, message type)"
+    )]
     AlreadySubscribed {
         /// The message type's name.
         message_type: &'static str,

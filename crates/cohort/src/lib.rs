@@ -55,8 +55,8 @@ mod agent;
 mod cell;
 mod coop;
 mod dead_letter;
-mod demand;
 pub mod defaults;
+mod demand;
 pub mod dispatcher;
 mod env;
 mod error;
@@ -68,7 +68,9 @@ mod subscription;
 mod sync;
 
 pub use agent::{Agent, Context, DefineError};
-pub use coop::{AgentHandle, Coop, CoopDeregistered, CoopHandle, CoopId, CoopRegistered, DeregReason};
+pub use coop::{
+    AgentHandle, Coop, CoopDeregistered, CoopHandle, CoopId, CoopRegistered, DeregReason,
+};
 pub use dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use dispatcher::{ActiveObjBuilder, Binder, DispatcherHandle, OneThreadBuilder};
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};

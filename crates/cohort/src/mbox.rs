@@ -57,7 +57,9 @@ pub struct Mbox {
 
 impl Mbox {
     pub(crate) fn direct(cell: Arc<DynCell>) -> Self {
-        Self { kind: MboxKind::Direct(cell) }
+        Self {
+            kind: MboxKind::Direct(cell),
+        }
     }
 
     /// Sends an immutable message: its handlers receive `&M`.
@@ -109,9 +111,17 @@ fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
     if queue.is_running_here() {
         // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
         // valid until the demand runs, and the local push happens on the running thread.
-        unsafe { queue.push_local(Demand::Message { agent: AgentRef::borrowed(cell, mbox), msg }) }
+        unsafe {
+            queue.push_local(Demand::Message {
+                agent: AgentRef::borrowed(cell, mbox),
+                msg,
+            })
+        }
     } else {
-        queue.push_remote(Demand::Message { agent: AgentRef::owned(cell.clone(), mbox), msg })
+        queue.push_remote(Demand::Message {
+            agent: AgentRef::owned(cell.clone(), mbox),
+            msg,
+        })
     }
 }
 

@@ -98,13 +98,19 @@ impl Envelope {
     /// An immutable message, handled by reference.
     #[inline]
     pub(crate) fn immutable<M: Send + 'static>(msg: M) -> Self {
-        Self { meta: Metas::<M>::IMMUTABLE, payload: store(msg) }
+        Self {
+            meta: Metas::<M>::IMMUTABLE,
+            payload: store(msg),
+        }
     }
 
     /// A mutable message, handed to its one receiver by value.
     #[inline]
     pub(crate) fn mutable<M: Send + 'static>(msg: M) -> Self {
-        Self { meta: Metas::<M>::MUTABLE, payload: store(msg) }
+        Self {
+            meta: Metas::<M>::MUTABLE,
+            payload: store(msg),
+        }
     }
 
     /// The subscription key of this message.
@@ -182,6 +188,7 @@ impl Drop for Envelope {
 }
 
 #[cfg(test)]
+#[allow(clippy::undocumented_unsafe_blocks)] // each envelope is read as the type it was built from
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -29,7 +29,9 @@ pub(crate) struct Subscriptions<A: Agent> {
 
 impl<A: Agent> Subscriptions<A> {
     pub(crate) fn new() -> Self {
-        Self { entries: Box::new([]) }
+        Self {
+            entries: Box::new([]),
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -54,11 +56,18 @@ impl<A: Agent> Subscriptions<A> {
         handler: Handler<A>,
     ) -> Result<(), SubscribeError> {
         if self.entries.iter().any(|e| e.key == key && e.mbox == mbox) {
-            return Err(SubscribeError::AlreadySubscribed { message_type: type_name() });
+            return Err(SubscribeError::AlreadySubscribed {
+                message_type: type_name(),
+            });
         }
         let mut v = std::mem::take(&mut self.entries).into_vec();
         v.reserve_exact(1);
-        v.push(Entry { key, mbox, type_name, handler });
+        v.push(Entry {
+            key,
+            mbox,
+            type_name,
+            handler,
+        });
         self.entries = v.into_boxed_slice();
         Ok(())
     }

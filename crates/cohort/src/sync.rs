@@ -1,9 +1,9 @@
 //! Synchronisation primitives, switched to loom's under `--cfg loom` for the model tests.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, fence};
-#[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicBool, fence};
 #[cfg(loom)]
 pub(crate) use loom::thread::{Thread, current as current_thread, park};
 

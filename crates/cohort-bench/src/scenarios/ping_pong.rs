@@ -90,7 +90,11 @@ impl Agent for Ponger {
 }
 
 /// Runs one ping-pong of `round_trips` on `dispatcher`.
-pub fn run_once(round_trips: u64, dispatcher: Dispatcher, record_latency: bool) -> Result<Outcome, String> {
+pub fn run_once(
+    round_trips: u64,
+    dispatcher: Dispatcher,
+    record_latency: bool,
+) -> Result<Outcome, String> {
     if round_trips == 0 {
         return Err("--count must be at least 1".into());
     }
@@ -99,7 +103,8 @@ pub fn run_once(round_trips: u64, dispatcher: Dispatcher, record_latency: bool) 
     cohort::launch(move |env| {
         let mut coop = env.new_coop();
         coop.set_binder(dispatcher.binder(env)?);
-        let latency = record_latency.then(|| Histogram::new(3).expect("3 significant digits is valid"));
+        let latency =
+            record_latency.then(|| Histogram::new(3).expect("3 significant digits is valid"));
         let pinger = coop.add(Pinger {
             ponger: None,
             count: round_trips,
@@ -109,7 +114,9 @@ pub fn run_once(round_trips: u64, dispatcher: Dispatcher, record_latency: bool) 
             latency,
             out: out2,
         });
-        let ponger = coop.add(Ponger { pinger: pinger.mbox() });
+        let ponger = coop.add(Ponger {
+            pinger: pinger.mbox(),
+        });
         coop.agent_mut(&pinger).ponger = Some(ponger.mbox());
         env.register_coop(coop)?;
         Ok(())
@@ -118,7 +125,14 @@ pub fn run_once(round_trips: u64, dispatcher: Dispatcher, record_latency: bool) 
     let mut out = out.lock().unwrap();
     let elapsed = out.elapsed.ok_or("the pinger never finished")?;
     if out.round_trips != round_trips {
-        return Err(format!("expected {round_trips} round trips, counted {}", out.round_trips));
+        return Err(format!(
+            "expected {round_trips} round trips, counted {}",
+            out.round_trips
+        ));
     }
-    Ok(Outcome { elapsed, round_trips, latency: out.latency.take() })
+    Ok(Outcome {
+        elapsed,
+        round_trips,
+        latency: out.latency.take(),
+    })
 }

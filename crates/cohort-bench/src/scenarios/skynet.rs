@@ -97,10 +97,14 @@ pub fn validate(leaves: u64, branching: u64) -> Result<u64, String> {
         agents += n;
     }
     if n != leaves {
-        return Err(format!("--leaves ({leaves}) must be a power of --branching ({branching})"));
+        return Err(format!(
+            "--leaves ({leaves}) must be a power of --branching ({branching})"
+        ));
     }
     if agents > 100_000_000 {
-        return Err(format!("{agents} agents would not fit in memory: use --leaves of at most 10^7"));
+        return Err(format!(
+            "{agents} agents would not fit in memory: use --leaves of at most 10^7"
+        ));
     }
     Ok(agents)
 }
@@ -120,17 +124,36 @@ pub fn run_once(leaves: u64, branching: u64, dispatcher: Dispatcher) -> Result<O
         let mut coop = env.new_coop();
         coop.set_binder(dispatcher.binder(env)?);
         let collector = coop.add(Collector { started, out: out2 });
-        coop.add(Node { parent: collector.mbox(), num: 0, size: leaves, branching, sum: 0, received: 0 });
+        coop.add(Node {
+            parent: collector.mbox(),
+            num: 0,
+            size: leaves,
+            branching,
+            sum: 0,
+            received: 0,
+        });
         env.register_coop(coop)?;
         Ok(())
     })
     .map_err(|e| e.to_string())?;
     let with_teardown = started.elapsed();
-    let (to_result, sum) = out.lock().unwrap().take().ok_or("the root never received the sum")?;
+    let (to_result, sum) = out
+        .lock()
+        .unwrap()
+        .take()
+        .ok_or("the root never received the sum")?;
     if sum != expected_sum(leaves) {
-        return Err(format!("wrong sum: {sum}, expected {}", expected_sum(leaves)));
+        return Err(format!(
+            "wrong sum: {sum}, expected {}",
+            expected_sum(leaves)
+        ));
     }
-    Ok(Outcome { to_result, with_teardown, sum, agents })
+    Ok(Outcome {
+        to_result,
+        with_teardown,
+        sum,
+        agents,
+    })
 }
 
 #[cfg(test)]

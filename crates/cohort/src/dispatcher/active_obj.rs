@@ -25,7 +25,10 @@ pub struct ActiveObjBuilder {
 
 impl Default for ActiveObjBuilder {
     fn default() -> Self {
-        Self { name: "active_obj".into(), worker_spin: defaults::WORKER_SPIN }
+        Self {
+            name: "active_obj".into(),
+            worker_spin: defaults::WORKER_SPIN,
+        }
     }
 }
 
@@ -52,7 +55,10 @@ impl ActiveObjBuilder {
         let core = Arc::new(ActiveObj {
             name: self.name,
             spin: self.worker_spin,
-            state: Mutex::new(State { shut: false, threads: Vec::new() }),
+            state: Mutex::new(State {
+                shut: false,
+                threads: Vec::new(),
+            }),
         });
         env.shared().add_dispatcher(core.clone())?;
         Ok(DispatcherHandle::new(core))
@@ -84,14 +90,20 @@ impl DispatcherCore for ActiveObj {
     fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
         let mut st = self.state();
         if st.shut {
-            return Err(BindError::DispatcherShutDown { name: self.name.clone() });
+            return Err(BindError::DispatcherShutDown {
+                name: self.name.clone(),
+            });
         }
         // Forget threads that already ended, so a long-running environment does not keep
         // their handles.
         st.threads.retain(|t| !t.is_finished());
         let queue = Arc::new(EventQueue::new());
-        let t = worker::spawn(format!("cohort-{}", self.name), queue.clone(), self.spin)
-            .map_err(|source| BindError::Spawn { name: self.name.clone(), source })?;
+        let t = worker::spawn(format!("cohort-{}", self.name), queue.clone(), self.spin).map_err(
+            |source| BindError::Spawn {
+                name: self.name.clone(),
+                source,
+            },
+        )?;
         st.threads.push(t);
         Ok(queue)
     }

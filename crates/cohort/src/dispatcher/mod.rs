@@ -62,7 +62,9 @@ impl Binder {
 
 impl fmt::Debug for Binder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Binder").field("dispatcher", &self.core.name()).finish()
+        f.debug_struct("Binder")
+            .field("dispatcher", &self.core.name())
+            .finish()
     }
 }
 
@@ -87,7 +89,9 @@ impl DispatcherHandle {
 
     /// A binder for agents of this dispatcher.
     pub fn binder(&self) -> Binder {
-        Binder { core: self.core.clone() }
+        Binder {
+            core: self.core.clone(),
+        }
     }
 
     /// The dispatcher's name.
@@ -104,6 +108,8 @@ impl DispatcherHandle {
 
 impl fmt::Debug for DispatcherHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DispatcherHandle").field("name", &self.core.name()).finish()
+        f.debug_struct("DispatcherHandle")
+            .field("name", &self.core.name())
+            .finish()
     }
 }

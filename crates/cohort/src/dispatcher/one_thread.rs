@@ -32,7 +32,10 @@ pub struct OneThreadBuilder {
 
 impl Default for OneThreadBuilder {
     fn default() -> Self {
-        Self { name: "one_thread".into(), worker_spin: defaults::WORKER_SPIN }
+        Self {
+            name: "one_thread".into(),
+            worker_spin: defaults::WORKER_SPIN,
+        }
     }
 }
 
@@ -58,8 +61,15 @@ impl OneThreadBuilder {
     /// and joins it when it stops).
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
         let queue = Arc::new(EventQueue::new());
-        let thread = worker::spawn(format!("cohort-{}", self.name), queue.clone(), self.worker_spin)
-            .map_err(|source| DispatcherError::Spawn { name: self.name.clone(), source })?;
+        let thread = worker::spawn(
+            format!("cohort-{}", self.name),
+            queue.clone(),
+            self.worker_spin,
+        )
+        .map_err(|source| DispatcherError::Spawn {
+            name: self.name.clone(),
+            source,
+        })?;
         let core = Arc::new(OneThread {
             name: self.name,
             queue,
@@ -91,7 +101,9 @@ impl DispatcherCore for OneThread {
     fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
         if self.bound.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
             self.unbind(&self.queue);
-            return Err(BindError::DispatcherShutDown { name: self.name.clone() });
+            return Err(BindError::DispatcherShutDown {
+                name: self.name.clone(),
+            });
         }
         Ok(self.queue.clone())
     }

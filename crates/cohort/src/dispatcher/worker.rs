@@ -13,8 +13,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Spawns a named thread that runs `queue` until it is closed and empty.
-pub(crate) fn spawn(name: String, queue: Arc<EventQueue>, spin: Duration) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name(name).spawn(move || run(&queue, spin))
+pub(crate) fn spawn(
+    name: String,
+    queue: Arc<EventQueue>,
+    spin: Duration,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || run(&queue, spin))
 }
 
 /// Runs `queue` on this thread until it is closed and empty.
@@ -24,10 +30,11 @@ pub(crate) fn run(queue: &EventQueue, spin: Duration) {
     // guard is dropped before `queue` is.
     let _running = unsafe { RunningGuard::enter(queue) };
     loop {
-        // SAFETY (all `unsafe` calls below): this thread runs `queue` (guard above).
+        // SAFETY: this thread runs `queue` (guard above).
         unsafe { queue.drain_remote(defaults::REMOTE_BATCH) };
         let mut ran = 0;
         while ran < defaults::LOCAL_BATCH {
+            // SAFETY: this thread runs `queue` (guard above).
             match unsafe { queue.pop_local() } {
                 Some(d) => {
                     d.run(queue);

@@ -140,7 +140,11 @@ impl EventQueue {
         let mut mine = Vec::new();
         let mut rest = Vec::with_capacity(early.len());
         for (c, m, e) in early.drain(..) {
-            if c == cell { mine.push((m, e)) } else { rest.push((c, m, e)) }
+            if c == cell {
+                mine.push((m, e))
+            } else {
+                rest.push((c, m, e))
+            }
         }
         *early = rest;
         mine

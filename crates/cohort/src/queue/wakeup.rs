@@ -27,7 +27,10 @@ impl Default for Wakeup {
 impl Wakeup {
     /// A wake-up with no worker registered yet.
     pub(crate) fn new() -> Self {
-        Self { sleeping: AtomicBool::new(false), thread: Mutex::new(None) }
+        Self {
+            sleeping: AtomicBool::new(false),
+            thread: Mutex::new(None),
+        }
     }
 
     /// Registers the calling thread as the worker that [`Wakeup::notify`] unparks.
@@ -53,7 +56,12 @@ impl Wakeup {
 
     #[cold]
     fn unpark(&self) {
-        if let Some(t) = self.thread.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if let Some(t) = self
+            .thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
             t.unpark();
         }
     }
