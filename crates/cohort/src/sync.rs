@@ -13,3 +13,27 @@ pub(crate) use std::sync::Mutex;
 pub(crate) use std::sync::atomic::{AtomicBool, fence};
 #[cfg(not(loom))]
 pub(crate) use std::thread::{Thread, current as current_thread, park};
+
+#[cfg(not(loom))]
+pub(crate) use crossbeam_queue::SegQueue;
+
+/// A stand-in for `crossbeam_queue::SegQueue` that loom can model (a locked deque: the
+/// model checks the protocol around the queue, crossbeam checks its own queue).
+#[cfg(loom)]
+pub(crate) struct SegQueue<T>(loom::sync::Mutex<std::collections::VecDeque<T>>);
+
+#[cfg(loom)]
+impl<T> SegQueue<T> {
+    pub(crate) fn new() -> Self {
+        Self(loom::sync::Mutex::new(std::collections::VecDeque::new()))
+    }
+    pub(crate) fn push(&self, v: T) {
+        self.0.lock().unwrap().push_back(v)
+    }
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.0.lock().unwrap().pop_front()
+    }
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.lock().unwrap().is_empty()
+    }
+}

@@ -7,7 +7,7 @@
 //! parked thread ~25 µs on the reference VM), then parks until a remote push wakes it.
 
 use crate::defaults;
-use crate::queue::{EventQueue, RunningGuard};
+use crate::queue::{EventQueue, QueueItem, RunningGuard};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -25,6 +25,15 @@ pub(crate) fn spawn(
 
 /// Runs `queue` on this thread until it is closed and empty.
 pub(crate) fn run(queue: &EventQueue, spin: Duration) {
+    run_with(queue, spin, |d| d.run(queue))
+}
+
+/// The worker loop over any queue item, executing each with `execute`.
+pub(crate) fn run_with<T: QueueItem>(
+    queue: &EventQueue<T>,
+    spin: Duration,
+    mut execute: impl FnMut(T),
+) {
     queue.register_worker();
     // SAFETY: this thread is the only one that runs `queue` (one worker per queue), and the
     // guard is dropped before `queue` is.
@@ -37,7 +46,7 @@ pub(crate) fn run(queue: &EventQueue, spin: Duration) {
             // SAFETY: this thread runs `queue` (guard above).
             match unsafe { queue.pop_local() } {
                 Some(d) => {
-                    d.run(queue);
+                    execute(d);
                     ran += 1;
                 }
                 None => break,
@@ -60,7 +69,7 @@ pub(crate) fn run(queue: &EventQueue, spin: Duration) {
 }
 
 /// Spins until the queue has remote work or is closed, for at most `spin`.
-fn spin_for_work(queue: &EventQueue, spin: Duration) -> bool {
+fn spin_for_work<T: QueueItem>(queue: &EventQueue<T>, spin: Duration) -> bool {
     if spin.is_zero() {
         return false;
     }
@@ -75,5 +84,75 @@ fn spin_for_work(queue: &EventQueue, spin: Duration) -> bool {
         if Instant::now() >= deadline {
             return false;
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_model {
+    use super::run_with;
+    use crate::queue::{EventQueue, QueueItem};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// (producer, sequence number)
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct Item(u8, u8);
+    impl QueueItem for Item {
+        fn reject(self) {
+            panic!("item {self:?} was never executed");
+        }
+    }
+
+    fn check(producers: u8, per_producer: u8) {
+        loom::model(move || {
+            let q = Arc::new(EventQueue::<Item>::new());
+            let worker = {
+                let q = q.clone();
+                loom::thread::spawn(move || {
+                    let mut got = Vec::new();
+                    run_with(&q, Duration::ZERO, |it| got.push(it));
+                    got
+                })
+            };
+            let senders: Vec<_> = (0..producers)
+                .map(|p| {
+                    let q = q.clone();
+                    loom::thread::spawn(move || {
+                        for i in 0..per_producer {
+                            q.push_remote(Item(p, i));
+                        }
+                    })
+                })
+                .collect();
+            for s in senders {
+                s.join().unwrap();
+            }
+            q.close();
+            let got = worker.join().unwrap();
+            assert_eq!(
+                got.len(),
+                usize::from(producers) * usize::from(per_producer)
+            );
+            for p in 0..producers {
+                let seq: Vec<u8> = got.iter().filter(|it| it.0 == p).map(|it| it.1).collect();
+                assert_eq!(
+                    seq,
+                    (0..per_producer).collect::<Vec<_>>(),
+                    "FIFO per producer"
+                );
+            }
+        });
+    }
+
+    /// Every item pushed from another thread runs exactly once, in order, and the worker
+    /// neither sleeps through a push (lost wake-up: loom reports a deadlock) nor exits early.
+    #[test]
+    fn remote_items_run_once_in_order() {
+        check(1, 2);
+    }
+
+    #[test]
+    fn two_producers_fifo_each() {
+        check(2, 1);
     }
 }

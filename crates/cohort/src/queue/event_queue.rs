@@ -15,21 +15,38 @@ use super::wakeup::Wakeup;
 use crate::demand::Demand;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
-use crossbeam_queue::SegQueue;
+use crate::sync::{AtomicBool, SegQueue};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
+#[cfg(not(loom))]
 thread_local! {
     /// The queue the current thread is running, or null.
-    static RUNNING: Cell<*const EventQueue> = const { Cell::new(ptr::null()) };
+    static RUNNING: Cell<*const ()> = const { Cell::new(ptr::null()) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static RUNNING: Cell<*const ()> = Cell::new(ptr::null());
+}
+
+/// What a queue holds: demands (the loom model uses plain values).
+pub(crate) trait QueueItem: Send {
+    /// Accounts for an item that will never run (its queue is dropped).
+    fn reject(self);
+}
+
+impl QueueItem for Demand {
+    fn reject(self) {
+        Demand::reject(self)
+    }
 }
 
 /// The demand queue of one or more agents.
-pub(crate) struct EventQueue {
-    local: UnsafeCell<VecDeque<Demand>>,
-    remote: SegQueue<Demand>,
+pub(crate) struct EventQueue<T: QueueItem = Demand> {
+    local: UnsafeCell<VecDeque<T>>,
+    remote: SegQueue<T>,
     /// Messages that reached an agent before its `start` ran, by cell address, replayed right
     /// after `start` (rare: kept here rather than in every agent).
     early: UnsafeCell<Vec<(usize, MboxId, Envelope)>>,
@@ -40,11 +57,11 @@ pub(crate) struct EventQueue {
 // SAFETY: `local` is only accessed by the thread that runs the queue (guarded by `RUNNING`,
 // see `is_running_here`), and only one thread runs a queue at a time (`RunningGuard` is held by
 // exactly one worker). Everything else is thread-safe by itself.
-unsafe impl Sync for EventQueue {}
-// SAFETY: demands are `Send`; see above for `local`.
-unsafe impl Send for EventQueue {}
+unsafe impl<T: QueueItem> Sync for EventQueue<T> {}
+// SAFETY: items are `Send`; see above for `local`.
+unsafe impl<T: QueueItem> Send for EventQueue<T> {}
 
-impl EventQueue {
+impl<T: QueueItem> EventQueue<T> {
     pub(crate) fn new() -> Self {
         Self {
             local: UnsafeCell::new(VecDeque::new()),
@@ -58,7 +75,7 @@ impl EventQueue {
     /// True on the thread that currently runs this queue.
     #[inline]
     pub(crate) fn is_running_here(&self) -> bool {
-        RUNNING.with(|r| ptr::eq(r.get(), self))
+        RUNNING.with(|r| ptr::eq(r.get(), (self as *const Self).cast::<()>()))
     }
 
     /// Pushes to the local half.
@@ -66,7 +83,7 @@ impl EventQueue {
     /// # Safety
     /// The caller runs this queue (`is_running_here()` is true).
     #[inline]
-    pub(crate) unsafe fn push_local(&self, d: Demand) {
+    pub(crate) unsafe fn push_local(&self, d: T) {
         debug_assert!(self.is_running_here());
         // SAFETY: only the running thread touches `local` (caller), and no reference to it is
         // held across this call: pushes happen from handlers, never while the worker borrows it.
@@ -75,14 +92,14 @@ impl EventQueue {
 
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
     #[inline]
-    pub(crate) fn push_remote(&self, d: Demand) {
+    pub(crate) fn push_remote(&self, d: T) {
         self.remote.push(d);
         self.wakeup.notify();
     }
 
     /// Pushes a demand that holds no borrowed agent reference, through the right half.
     #[inline]
-    pub(crate) fn push(&self, d: Demand) {
+    pub(crate) fn push(&self, d: T) {
         if self.is_running_here() {
             // SAFETY: checked just above.
             unsafe { self.push_local(d) }
@@ -96,7 +113,7 @@ impl EventQueue {
     /// # Safety
     /// The caller runs this queue.
     #[inline]
-    pub(crate) unsafe fn pop_local(&self) -> Option<Demand> {
+    pub(crate) unsafe fn pop_local(&self) -> Option<T> {
         // SAFETY: as in `push_local`; the borrow ends before the demand is executed.
         unsafe { (*self.local.get()).pop_front() }
     }
@@ -177,7 +194,7 @@ impl EventQueue {
     }
 }
 
-impl Drop for EventQueue {
+impl<T: QueueItem> Drop for EventQueue<T> {
     fn drop(&mut self) {
         // Whatever is left was never executed: count it, never lose it silently.
         for d in self.local.get_mut().drain(..) {
@@ -191,14 +208,14 @@ impl Drop for EventQueue {
 
 /// Marks the current thread as running a queue until dropped.
 pub(crate) struct RunningGuard {
-    prev: *const EventQueue,
+    prev: *const (),
 }
 
 impl RunningGuard {
     /// # Safety
     /// No other thread runs `q` while the guard lives, and `q` outlives the guard.
-    pub(crate) unsafe fn enter(q: &EventQueue) -> Self {
-        let prev = RUNNING.with(|r| r.replace(q));
+    pub(crate) unsafe fn enter<T: QueueItem>(q: &EventQueue<T>) -> Self {
+        let prev = RUNNING.with(|r| r.replace((q as *const EventQueue<T>).cast::<()>()));
         Self { prev }
     }
 }

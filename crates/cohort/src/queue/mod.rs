@@ -3,4 +3,4 @@
 mod event_queue;
 pub(crate) mod wakeup;
 
-pub(crate) use event_queue::{EventQueue, RunningGuard};
+pub(crate) use event_queue::{EventQueue, QueueItem, RunningGuard};

@@ -86,36 +86,31 @@ mod loom_model {
     use loom::sync::atomic::AtomicUsize;
     use std::sync::atomic::Ordering::{Acquire, Release};
 
-    /// A producer publishes one item and notifies; the worker sleeps until it sees it.
-    /// A lost wake-up would leave the worker parked forever, which loom reports as a deadlock.
-    #[test]
-    fn no_lost_wakeup() {
-        loom::model(|| {
+    /// `producers` threads each publish one item and notify; a worker thread sleeps until it
+    /// has seen them all. A lost wake-up leaves the worker parked forever, which loom reports.
+    /// (The worker is a spawned thread: loom cannot model an unpark aimed at a thread blocked
+    /// in `join`, which std allows.)
+    fn check(producers: usize) {
+        loom::model(move || {
             let wake = Arc::new(Wakeup::new());
             let work = Arc::new(AtomicUsize::new(0));
-            wake.register_current();
-            let producer = {
-                let (wake, work) = (wake.clone(), work.clone());
+            let registered = Arc::new(AtomicUsize::new(0));
+            let worker = {
+                let (wake, work, registered) = (wake.clone(), work.clone(), registered.clone());
                 loom::thread::spawn(move || {
-                    work.store(1, Release);
-                    wake.notify();
+                    wake.register_current();
+                    registered.store(1, Release);
+                    while work.load(Acquire) < producers {
+                        wake.sleep(|| work.load(Acquire) >= producers);
+                    }
                 })
             };
-            while work.load(Acquire) == 0 {
-                wake.sleep(|| work.load(Acquire) != 0);
+            // Producers start once the worker is registered (as in the runtime, where the
+            // worker registers before its queue is handed out).
+            while registered.load(Acquire) == 0 {
+                loom::thread::yield_now();
             }
-            producer.join().unwrap();
-        });
-    }
-
-    /// Two producers, two items: the worker sees both.
-    #[test]
-    fn no_lost_wakeup_two_producers() {
-        loom::model(|| {
-            let wake = Arc::new(Wakeup::new());
-            let work = Arc::new(AtomicUsize::new(0));
-            wake.register_current();
-            let producers: Vec<_> = (0..2)
+            let senders: Vec<_> = (0..producers)
                 .map(|_| {
                     let (wake, work) = (wake.clone(), work.clone());
                     loom::thread::spawn(move || {
@@ -124,12 +119,20 @@ mod loom_model {
                     })
                 })
                 .collect();
-            while work.load(Acquire) < 2 {
-                wake.sleep(|| work.load(Acquire) >= 2);
+            for s in senders {
+                s.join().unwrap();
             }
-            for p in producers {
-                p.join().unwrap();
-            }
+            worker.join().unwrap();
         });
+    }
+
+    #[test]
+    fn no_lost_wakeup() {
+        check(1);
+    }
+
+    #[test]
+    fn no_lost_wakeup_two_producers() {
+        check(2);
     }
 }
