@@ -66,6 +66,7 @@ pub(crate) fn run_with<T: QueueItem>(
             queue.sleep();
         }
     }
+    queue.retire();
 }
 
 /// Spins until the queue has remote work or is closed, for at most `spin`.

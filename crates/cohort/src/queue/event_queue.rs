@@ -52,6 +52,8 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     early: UnsafeCell<Vec<(usize, MboxId, Envelope)>>,
     wakeup: Wakeup,
     closed: AtomicBool,
+    /// Set by the worker when it has exited: nothing will run this queue again.
+    retired: AtomicBool,
 }
 
 // SAFETY: `local` is only accessed by the thread that runs the queue (guarded by `RUNNING`,
@@ -69,6 +71,7 @@ impl<T: QueueItem> EventQueue<T> {
             early: UnsafeCell::new(Vec::new()),
             wakeup: Wakeup::new(),
             closed: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
         }
     }
 
@@ -95,6 +98,27 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) fn push_remote(&self, d: T) {
         self.remote.push(d);
         self.wakeup.notify();
+        // `notify` ends with a SeqCst fence: either the exiting worker sees this push in its
+        // last sweep, or we see `retired` here and sweep ourselves.
+        if self.retired.load(Ordering::Relaxed) {
+            self.reject_remote();
+        }
+    }
+
+    /// Called by the worker once it has left its loop: whatever arrives from now on (a sender
+    /// that saw its receiver alive just before it finished) is rejected at once, counted as a
+    /// dead letter, instead of waiting in a queue nobody runs.
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+        crate::sync::fence(Ordering::SeqCst);
+        self.reject_remote();
+    }
+
+    #[cold]
+    fn reject_remote(&self) {
+        while let Some(d) = self.remote.pop() {
+            d.reject();
+        }
     }
 
     /// Pushes a demand that holds no borrowed agent reference, through the right half.
