@@ -8,6 +8,8 @@ mod machine;
 mod report;
 mod rss;
 mod scenarios;
+#[cfg(test)]
+mod watchdog;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};

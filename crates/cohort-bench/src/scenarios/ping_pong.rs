@@ -136,3 +136,22 @@ pub fn run_once(
         latency: out.latency.take(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_every_round_trip() {
+        for d in [Dispatcher::OneThread, Dispatcher::ActiveObj] {
+            let o = crate::watchdog::within(20, move || run_once(2_000, d, true)).unwrap();
+            assert_eq!(o.round_trips, 2_000);
+            assert_eq!(o.latency.map(|h| h.len()), Some(2_000));
+        }
+    }
+
+    #[test]
+    fn zero_count_is_refused() {
+        assert!(run_once(0, Dispatcher::OneThread, false).is_err());
+    }
+}

@@ -83,6 +83,9 @@ impl Agent for Collector {
     }
 }
 
+/// The most threads a skynet on `active_obj` may start.
+pub const MAX_THREADS: u64 = 20_000;
+
 /// Checks the parameters: `leaves` must be a power of `branching`.
 pub fn validate(leaves: u64, branching: u64) -> Result<u64, String> {
     if branching < 2 {
@@ -117,6 +120,11 @@ pub fn expected_sum(leaves: u64) -> u64 {
 /// Runs one skynet.
 pub fn run_once(leaves: u64, branching: u64, dispatcher: Dispatcher) -> Result<Outcome, String> {
     let agents = validate(leaves, branching)?;
+    if dispatcher == Dispatcher::ActiveObj && agents > MAX_THREADS {
+        return Err(format!(
+            "{agents} agents on active_obj would start {agents} threads: use --dispatcher one-thread or at most {MAX_THREADS} agents"
+        ));
+    }
     let out = Arc::new(Mutex::new(None));
     let out2 = out.clone();
     let started = Instant::now();
@@ -171,8 +179,10 @@ mod tests {
 
     #[test]
     fn small_skynet_sums() {
-        let o = run_once(1000, 10, Dispatcher::OneThread).unwrap();
-        assert_eq!(o.sum, 499_500);
-        assert_eq!(o.agents, 1111);
+        for d in [Dispatcher::OneThread, Dispatcher::ActiveObj] {
+            let o = crate::watchdog::within(20, move || run_once(1000, 10, d)).unwrap();
+            assert_eq!(o.sum, 499_500);
+            assert_eq!(o.agents, 1111);
+        }
     }
 }
