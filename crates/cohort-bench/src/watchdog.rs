@@ -17,6 +17,8 @@ pub fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'stat
             Err(p) => std::panic::resume_unwind(p),
             Ok(()) => unreachable!("the body ended without a result or a panic"),
         },
-        Err(RecvTimeoutError::Timeout) => panic!("watchdog: the test did not finish within {secs} s"),
+        Err(RecvTimeoutError::Timeout) => {
+            panic!("watchdog: the test did not finish within {secs} s")
+        }
     }
 }

@@ -17,7 +17,27 @@ pub struct Outcome {
     pub agents: u64,
 }
 
-struct Node {
+/// Where a node's children are bound: the default dispatcher (zero-sized, so the agent stays
+/// small for the million-agent run), or an explicit binder passed down the tree, as the seed's
+/// thread-pool variant passes its dispatcher.
+trait Placement: Clone + Send + 'static {
+    fn apply(&self, coop: &mut cohort::Coop);
+}
+
+#[derive(Clone)]
+struct DefaultDispatcher;
+impl Placement for DefaultDispatcher {
+    fn apply(&self, _: &mut cohort::Coop) {}
+}
+
+impl Placement for cohort::Binder {
+    fn apply(&self, coop: &mut cohort::Coop) {
+        coop.set_binder(self.clone());
+    }
+}
+
+struct Node<P: Placement> {
+    placement: P,
     parent: Mbox,
     num: u64,
     size: u64,
@@ -26,7 +46,7 @@ struct Node {
     received: u64,
 }
 
-impl Node {
+impl<P: Placement> Node<P> {
     fn on_sum(&mut self, v: &u64, _: &mut Context<'_, Self>) {
         self.sum += *v;
         self.received += 1;
@@ -36,7 +56,7 @@ impl Node {
     }
 }
 
-impl Agent for Node {
+impl<P: Placement> Agent for Node<P> {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         if self.size > 1 {
             ctx.on(Self::on_sum)?;
@@ -52,8 +72,10 @@ impl Agent for Node {
         let me = ctx.self_mbox();
         let sub = self.size / self.branching;
         let mut coop = ctx.new_child_coop();
+        self.placement.apply(&mut coop);
         for i in 0..self.branching {
             coop.add(Node {
+                placement: self.placement.clone(),
                 parent: me.clone(),
                 num: self.num + i * sub,
                 size: sub,
@@ -130,16 +152,35 @@ pub fn run_once(leaves: u64, branching: u64, dispatcher: Dispatcher) -> Result<O
     let started = Instant::now();
     cohort::launch(move |env| {
         let mut coop = env.new_coop();
-        coop.set_binder(dispatcher.binder(env)?);
         let collector = coop.add(Collector { started, out: out2 });
-        coop.add(Node {
-            parent: collector.mbox(),
-            num: 0,
-            size: leaves,
-            branching,
-            sum: 0,
-            received: 0,
-        });
+        let (parent, size) = (collector.mbox(), leaves);
+        match dispatcher {
+            Dispatcher::OneThread => {
+                let placement = DefaultDispatcher;
+                coop.add(Node {
+                    placement,
+                    parent,
+                    num: 0,
+                    size,
+                    branching,
+                    sum: 0,
+                    received: 0,
+                });
+            }
+            Dispatcher::ActiveObj => {
+                let placement = dispatcher.binder(env)?;
+                coop.set_binder(placement.clone());
+                coop.add(Node {
+                    placement,
+                    parent,
+                    num: 0,
+                    size,
+                    branching,
+                    sum: 0,
+                    received: 0,
+                });
+            }
+        }
         env.register_coop(coop)?;
         Ok(())
     })
