@@ -112,6 +112,18 @@ impl Header {
         unsafe { *self.panic_reaction.get() }
     }
 
+    /// The bound queue's `Arc`.
+    ///
+    /// # Safety
+    /// As for [`Header::queue`], or the caller bound it on this thread.
+    pub(crate) unsafe fn queue_arc(&self) -> &Arc<EventQueue> {
+        // SAFETY: as the caller guarantees.
+        match unsafe { &*self.queue.get() } {
+            Some(q) => q,
+            None => unreachable!("agent queue read before binding"),
+        }
+    }
+
     /// Counts an undeliverable message and hands it to the environment's hook.
     #[cold]
     pub(crate) fn dead_letter(&self, msg: Envelope, why: DeliveryFailure) {
@@ -267,6 +279,7 @@ pub(crate) trait ErasedBody: Send {
     fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure>;
     fn attach(&mut self, coop: *const CoopInner);
     fn name(&self) -> Cow<'static, str>;
+    fn agent_type(&self) -> std::any::TypeId;
 }
 
 /// An agent with its runtime state.
@@ -412,5 +425,9 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
 
     fn name(&self) -> Cow<'static, str> {
         self.agent.name()
+    }
+
+    fn agent_type(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<A>()
     }
 }

@@ -76,12 +76,6 @@ pub(crate) enum Step {
     },
 }
 
-struct PendingAgent {
-    cell: Arc<DynCell>,
-    type_id: TypeId,
-    binder: Option<Binder>,
-}
-
 /// A typed handle to an agent added to a [`Coop`] that is being built.
 pub struct AgentHandle<A> {
     index: usize,
@@ -136,7 +130,10 @@ pub struct Coop {
     env: Environment,
     parent: Option<Arc<CoopInner>>,
     binder: Option<Binder>,
-    agents: Vec<PendingAgent>,
+    /// The agents, in `add` order; this vector becomes the registered cooperation's.
+    agents: Vec<Arc<DynCell>>,
+    /// Per-agent binders, index-aligned with `agents`; empty unless one was given.
+    binders: Vec<Option<Binder>>,
     extras: CoopExtras,
 }
 
@@ -164,6 +161,7 @@ impl Coop {
             parent,
             binder: None,
             agents: Vec::new(),
+            binders: Vec::new(),
             extras: CoopExtras::default(),
         }
     }
@@ -180,15 +178,14 @@ impl Coop {
     }
 
     fn push<A: Agent>(&mut self, agent: A, binder: Option<Binder>) -> AgentHandle<A> {
-        let cell = AgentCell::new(self.env.shared().clone(), agent);
-        let cell: Arc<DynCell> = cell;
+        let cell: Arc<DynCell> = AgentCell::new(self.env.shared().clone(), agent);
         let mbox = Mbox::direct(cell.clone());
         let index = self.agents.len();
-        self.agents.push(PendingAgent {
-            cell,
-            type_id: TypeId::of::<A>(),
-            binder,
-        });
+        self.agents.push(cell);
+        if let Some(b) = binder {
+            self.binders.resize(index, None);
+            self.binders.push(Some(b));
+        }
         AgentHandle {
             index,
             mbox,
@@ -196,16 +193,21 @@ impl Coop {
         }
     }
 
+    /// Reserves room for `additional` more agents (saves reallocations when the count is
+    /// known, as in creation storms).
+    pub fn reserve(&mut self, additional: usize) -> &mut Self {
+        self.agents.reserve_exact(additional);
+        self
+    }
+
     fn typed<A: Agent>(&self, h: &AgentHandle<A>) -> &AgentCell<AgentBody<A>> {
-        let pa = &self.agents[h.index];
-        assert_eq!(
-            pa.type_id,
-            TypeId::of::<A>(),
-            "agent handle used with another cooperation"
-        );
+        let cell = &self.agents[h.index];
+        // SAFETY: not registered: this thread (through `&self`) has the only access to the body.
+        let is_a = unsafe { cell.body() }.agent_type() == TypeId::of::<A>();
+        assert!(is_a, "agent handle used with another cooperation");
         // SAFETY: the type id matches, so this cell was created as `AgentCell<AgentBody<A>>`
         // and only unsized to `DynCell`; casting the data pointer back is sound.
-        unsafe { &*(Arc::as_ptr(&pa.cell) as *const AgentCell<AgentBody<A>>) }
+        unsafe { &*(Arc::as_ptr(cell) as *const AgentCell<AgentBody<A>>) }
     }
 
     /// The agent behind `handle`, to finish wiring it before registration (for instance, to
@@ -284,7 +286,8 @@ impl Coop {
             env,
             parent,
             binder,
-            agents,
+            mut agents,
+            binders,
             extras,
         } = self;
         let shared = env.shared();
@@ -296,18 +299,34 @@ impl Coop {
         }
         let default = binder.unwrap_or_else(|| shared.default_binder());
         let n = agents.len();
+        let binder_of = |i: usize| binders.get(i).and_then(Option::as_ref).unwrap_or(&default);
 
-        // 1. Bind every agent to its dispatcher.
-        let mut bound: Vec<Bound> = Vec::with_capacity(n);
-        for (index, pa) in agents.into_iter().enumerate() {
-            let b = pa.binder.unwrap_or_else(|| default.clone());
-            match b.bind() {
-                Ok(q) => bound.push((pa.cell, b, q)),
+        // 1. Bind every agent to its dispatcher: the queue goes into the agent's header.
+        //    `queues` stays empty while every agent lands on the first agent's queue.
+        let mut queues: Vec<Arc<EventQueue>> = Vec::new();
+        let mut first_queue: Option<Arc<EventQueue>> = None;
+        for (index, cell) in agents.iter().enumerate() {
+            match binder_of(index).bind() {
+                Ok(q) => {
+                    match &first_queue {
+                        None => first_queue = Some(q.clone()),
+                        Some(f) if queues.is_empty() && Arc::ptr_eq(f, &q) => {}
+                        Some(f) => {
+                            if queues.is_empty() {
+                                queues.extend(std::iter::repeat_n(f.clone(), index));
+                            }
+                            queues.push(q.clone());
+                        }
+                    }
+                    // SAFETY: not registered: this thread has the only access to the header's
+                    // queue, written before the status leaves `NEW`.
+                    unsafe { cell.header.bind_queue(q) };
+                }
                 Err(source) => {
                     // SAFETY: not registered: this thread has the only access to the body.
-                    let agent = unsafe { pa.cell.body() }.name().into_owned();
-                    for (_, b, q) in &bound {
-                        b.unbind(q);
+                    let agent = unsafe { cell.body() }.name().into_owned();
+                    for (i, c) in agents[..index].iter().enumerate() {
+                        binder_of(i).unbind_queue_of(&c.header);
                     }
                     return Err(RegisterError::Bind {
                         agent,
@@ -317,63 +336,71 @@ impl Coop {
                 }
             }
         }
-
         let Some(parent) = parent.or_else(|| shared.root()) else {
-            for (_, b, q) in &bound {
-                b.unbind(q);
+            for (i, c) in agents.iter().enumerate() {
+                binder_of(i).unbind_queue_of(&c.header);
             }
             return Err(RegisterError::EnvironmentStopped);
         };
 
         // 2. Group the agents by queue (stable: start order within a queue is `add` order).
         //    `position[i]` is where the i-th added agent lands; `None` when nothing moves.
-        let same_queue = bound.iter().all(|(_, _, q)| Arc::ptr_eq(q, &bound[0].2));
-        let position: Option<Vec<usize>> = (!same_queue).then(|| {
+        let first_queue = first_queue.expect("at least one agent");
+        let (groups, position) = if queues.is_empty() {
+            let group = Group {
+                queue: first_queue,
+                binder: binder_of(0).clone(),
+                start: 0,
+                end: n as u32,
+            };
+            (
+                Groups {
+                    first: Some(group),
+                    more: Box::new([]),
+                },
+                None,
+            )
+        } else {
             let mut order: Vec<usize> = (0..n).collect();
-            order.sort_by_key(|&i| Arc::as_ptr(&bound[i].2) as usize);
+            order.sort_by_key(|&i| Arc::as_ptr(&queues[i]) as usize);
             let mut position = vec![0usize; n];
+            let mut groups: Vec<Group> = Vec::new();
             for (pos, &i) in order.iter().enumerate() {
                 position[i] = pos;
+                match groups.last_mut() {
+                    Some(g) if Arc::ptr_eq(&g.queue, &queues[i]) => g.end += 1,
+                    _ => groups.push(Group {
+                        queue: queues[i].clone(),
+                        binder: binder_of(i).clone(),
+                        start: pos as u32,
+                        end: pos as u32 + 1,
+                    }),
+                }
             }
-            let mut slots: Vec<Option<Bound>> = bound.drain(..).map(Some).collect();
-            bound.extend(
+            let mut slots: Vec<Option<Arc<DynCell>>> = agents.drain(..).map(Some).collect();
+            agents.extend(
                 order
                     .iter()
                     .map(|&i| slots[i].take().expect("a permutation")),
             );
-            position
-        });
-        let mut groups: Vec<Group> = Vec::with_capacity(1);
-        for (pos, (_, b, q)) in bound.iter().enumerate() {
-            match groups.last_mut() {
-                Some(g) if Arc::ptr_eq(&g.queue, q) => g.end += 1,
-                _ => groups.push(Group {
-                    queue: q.clone(),
-                    binder: b.clone(),
-                    start: pos as u32,
-                    end: pos as u32 + 1,
-                }),
-            }
-        }
-        let mut cells: Vec<Arc<DynCell>> = Vec::with_capacity(n);
-        for (cell, _, q) in bound {
-            // SAFETY: not registered: this thread has the only access to the header's queue,
-            // written before the status leaves `NEW`.
-            unsafe { cell.header.bind_queue(q) };
-            cells.push(cell);
-        }
-        let mut groups = groups.into_iter();
-        let first = groups.next().expect("at least one agent, so one group");
-        let more: Box<[Group]> = groups.collect();
+            let mut groups = groups.into_iter();
+            let first = groups.next();
+            (
+                Groups {
+                    first,
+                    more: groups.collect(),
+                },
+                Some(position),
+            )
+        };
+        drop(queues);
+
         let coop = Arc::new(CoopInner {
             id: shared.next_coop_id(),
             env: shared.clone(),
             parent: Some(parent.clone()),
-            agents: cells.into_boxed_slice(),
-            groups: Groups {
-                first: Some(first),
-                more,
-            },
+            agents: agents.into_boxed_slice(),
+            groups,
             state: Mutex::new(CoopState {
                 status: CoopStatus::Registering,
                 reason: DeregReason::Normal,
@@ -458,9 +485,6 @@ impl Coop {
         Ok(CoopHandle { inner: coop })
     }
 }
-
-/// An agent bound during registration: its cell, binder and queue.
-type Bound = (Arc<DynCell>, Binder, Arc<EventQueue>);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CoopStatus {

@@ -72,6 +72,7 @@ impl<P: Placement> Agent for Node<P> {
         let me = ctx.self_mbox();
         let sub = self.size / self.branching;
         let mut coop = ctx.new_child_coop();
+        coop.reserve(self.branching as usize);
         self.placement.apply(&mut coop);
         for i in 0..self.branching {
             coop.add(Node {

@@ -54,6 +54,14 @@ impl Binder {
         self.core.unbind(q)
     }
 
+    /// Unbinds an agent whose registration failed after it was bound.
+    pub(crate) fn unbind_queue_of(&self, header: &crate::cell::Header) {
+        // SAFETY: called only for agents bound during the failing registration, on the
+        // registering thread, so the queue is set.
+        let q = unsafe { header.queue_arc() };
+        self.core.unbind(q)
+    }
+
     /// The dispatcher's name.
     pub fn dispatcher_name(&self) -> &str {
         self.core.name()
