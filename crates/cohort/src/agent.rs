@@ -122,6 +122,46 @@ impl<'a, A: Agent> Context<'a, A> {
         Mbox::direct(arc)
     }
 
+    /// Sends an immutable message to this agent's own direct mailbox. Cheaper than
+    /// `self_mbox().send(..)`: no mailbox handle is cloned.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError};
+    ///
+    /// struct Tick;
+    /// struct Countdown(u32);
+    /// impl Agent for Countdown {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.on(|me: &mut Self, _: &Tick, ctx: &mut Context<'_, Self>| {
+    ///             me.0 -= 1;
+    ///             if me.0 == 0 { ctx.stop_environment() } else { ctx.send_self(Tick) }
+    ///         })?;
+    ///         Ok(())
+    ///     }
+    ///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+    ///         ctx.send_self(Tick);
+    ///     }
+    /// }
+    ///
+    /// cohort::launch(|env| {
+    ///     let mut coop = env.new_coop();
+    ///     coop.add(Countdown(1_000));
+    ///     env.register_coop(coop)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    #[inline]
+    pub fn send_self<M: Send + 'static>(&self, msg: M) {
+        crate::mbox::deliver_to_self(self.cell, Envelope::immutable(msg))
+    }
+
+    /// Sends a mutable message to this agent's own direct mailbox.
+    #[inline]
+    pub fn send_self_mut<M: Send + 'static>(&self, msg: M) {
+        crate::mbox::deliver_to_self(self.cell, Envelope::mutable(msg))
+    }
+
     /// Subscribes `handler` to immutable messages of type `M` sent to the agent's direct
     /// mailbox. The handler takes the message by reference.
     ///

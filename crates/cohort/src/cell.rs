@@ -226,6 +226,19 @@ impl AgentRef {
         }
     }
 
+    /// A borrowed reference from a raw cell pointer.
+    ///
+    /// # Safety
+    /// As for [`AgentRef::borrowed`].
+    #[inline]
+    pub(crate) unsafe fn borrowed_ptr(cell: NonNull<DynCell>, mbox: MboxId) -> Self {
+        debug_assert_eq!(mbox.0 & OWNED, 0);
+        Self {
+            ptr: cell,
+            mbox_and_owned: mbox.0,
+        }
+    }
+
     /// An owned reference (one strong count).
     #[inline]
     pub(crate) fn owned(cell: Arc<DynCell>, mbox: MboxId) -> Self {

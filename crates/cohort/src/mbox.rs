@@ -93,17 +93,58 @@ impl Mbox {
     }
 }
 
+/// Delivers to the agent whose hook is running on this thread (a send to itself): no refcount
+/// taken, since the agent's own demands keep running on this queue.
+#[inline(always)]
+pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
+    // SAFETY: the caller's context proves the cell is alive (one of its hooks is running).
+    let cell_ref = unsafe { cell.as_ref() };
+    let header = &cell_ref.header;
+    if header.status() != ACTIVE {
+        return reject(header, msg);
+    }
+    let mbox = cell_ref.mbox_id();
+    // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
+    let queue = unsafe { header.queue() };
+    if queue.is_running_here() {
+        // SAFETY: as in `deliver_direct`'s local path.
+        unsafe {
+            queue.push_local(Demand::Message {
+                agent: AgentRef::borrowed_ptr(cell, mbox),
+                msg,
+            })
+        }
+    } else {
+        // `define` runs on the registering thread; it sees `NEW` above, so this is only
+        // reached by unusual set-ups; take a reference like any other sender.
+        let ptr = cell.as_ptr() as *const DynCell;
+        // SAFETY: the cell lives in an `Arc` and is alive: one more strong count.
+        let arc = unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        };
+        queue.push_remote(Demand::Message {
+            agent: AgentRef::owned(arc, mbox),
+            msg,
+        })
+    }
+}
+
+#[cold]
+fn reject(header: &crate::cell::Header, msg: Envelope) {
+    let why = if header.status() == crate::cell::NEW {
+        DeliveryFailure::NotRegistered
+    } else {
+        DeliveryFailure::ReceiverGone
+    };
+    header.dead_letter(msg, why)
+}
+
 #[inline(always)]
 fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
     let header = &cell.header;
-    let status = header.status();
-    if status != ACTIVE {
-        let why = if status == crate::cell::NEW {
-            DeliveryFailure::NotRegistered
-        } else {
-            DeliveryFailure::ReceiverGone
-        };
-        return header.dead_letter(msg, why);
+    if header.status() != ACTIVE {
+        return reject(header, msg);
     }
     let mbox = cell.mbox_id();
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
