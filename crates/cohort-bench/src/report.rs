@@ -1,6 +1,7 @@
 //! Results: one record per (scenario, variant, metric), printed as a table, CSV or JSON lines.
 //!
-//! The JSON format (one object per line) is stable; scripts and `compare` read it:
+//! The JSON format (one object per line) is stable: scripts (and the peer comparison to come)
+//! read it:
 //! `{"scenario", "variant", "params", "metric", "value", "min", "max", "runs", "ok", "error",
 //!   "machine", "rustc", "commit", "date"}` where `value` is the median of `runs` runs.
 

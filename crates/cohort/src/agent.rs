@@ -211,7 +211,7 @@ impl<'a, A: Agent> Context<'a, A> {
     }
 
     /// Removes the subscription to immutable `M` on the direct mailbox; true if there was one.
-    /// Takes effect for the next message (not for a subscription made in this same call).
+    /// Takes effect for the next message; a handler may unsubscribe itself.
     pub fn unsubscribe<M: 'static>(&mut self) -> bool {
         let id = self.cell().mbox_id();
         self.subs.remove(id, TypeId::of::<M>())

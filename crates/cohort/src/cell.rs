@@ -334,12 +334,6 @@ impl<A: Agent> AgentBody<A> {
             PanicReaction::Ignore => {}
         }
     }
-
-    fn apply_new_subs(&mut self, new: Subscriptions<A>) {
-        if let Err(e) = self.subs.merge(new) {
-            tracing::error!(agent = %self.agent.name(), error = %e, "subscription rejected");
-        }
-    }
 }
 
 fn panic_message(p: &(dyn Any + Send)) -> Cow<'static, str> {
@@ -369,17 +363,15 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         if header.status() == FINISHED {
             return header.dead_letter(msg, DeliveryFailure::ReceiverGone);
         }
-        let Some(handler) = self.subs.find(mbox, msg.key()) else {
+        let key = msg.key();
+        let Some((slot, mut handler)) = self.subs.take(mbox, key) else {
             return header.dead_letter(msg, DeliveryFailure::NoHandler);
         };
         let type_name = msg.type_name_fn();
-        let mut new_subs = Subscriptions::new();
-        let mut ctx = Context::new(this, self.coop, &mut new_subs);
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
-        if !new_subs.is_empty() {
-            self.apply_new_subs(new_subs);
-        }
+        self.subs.put_back(slot, mbox, key, handler);
         if let Err(payload) = result {
             self.on_panic(this, type_name(), payload);
         }
@@ -388,13 +380,9 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     fn start(&mut self, this: NonNull<DynCell>) {
         // SAFETY: the cell is alive and we run its queue.
         unsafe { this.as_ref().header.set_started() };
-        let mut new_subs = Subscriptions::new();
-        let mut ctx = Context::new(this, self.coop, &mut new_subs);
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| agent.start(&mut ctx)));
-        if !new_subs.is_empty() {
-            self.apply_new_subs(new_subs);
-        }
         if let Err(payload) = result {
             self.on_panic(this, "start", payload);
         }
@@ -411,8 +399,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     }
 
     fn finish(&mut self, this: NonNull<DynCell>) {
-        let mut new_subs = Subscriptions::new();
-        let mut ctx = Context::new(this, self.coop, &mut new_subs);
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| agent.finish(&mut ctx)));
         if let Err(payload) = result {
@@ -428,7 +415,13 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         match catch_unwind(AssertUnwindSafe(|| agent.define(&mut ctx))) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(DefineFailure::Failed(e)),
-            Err(p) => Err(DefineFailure::Panicked(panic_message(&*p).into_owned())),
+            Err(p) => {
+                let what = panic_message(&*p).into_owned();
+                // SAFETY: the cell is alive (its registration is running).
+                unsafe { this.as_ref() }.header.env.count_panic();
+                tracing::error!(agent = %self.agent.name(), panic = %what, "agent panicked in define");
+                Err(DefineFailure::Panicked(what))
+            }
         }
     }
 

@@ -771,7 +771,10 @@ impl CoopInner {
         }
     }
 
-    /// Every agent has finished: unbind, notify, tell the parent.
+    /// Every agent has finished: unbind, update the count, notify, tell the parent.
+    ///
+    /// The notification goes out before the parent hears of it: the parent's agents may be
+    /// its receivers, and they finish only after this call tells the parent.
     fn gone(self: &Arc<Self>) {
         self.unbind_all();
         let reason = {
@@ -779,20 +782,16 @@ impl CoopInner {
             st.status = CoopStatus::Gone;
             st.reason
         };
+        if self.parent.is_some() {
+            self.env.coop_gone();
+        }
         if let Some(x) = &self.extras {
             for m in &x.notify_deregistered {
-                m.send(CoopDeregistered {
-                    id: self.id,
-                    name: x.name.clone(),
-                    reason,
-                });
+                m.send(CoopDeregistered { id: self.id, name: x.name.clone(), reason });
             }
         }
         match &self.parent {
-            Some(parent) => {
-                self.env.coop_gone();
-                parent.child_gone(self);
-            }
+            Some(parent) => parent.child_gone(self),
             None => self.env.root_gone(),
         }
     }

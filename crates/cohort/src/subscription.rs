@@ -18,8 +18,14 @@ pub(crate) type Handler<A> = Box<dyn for<'c> FnMut(&mut A, Envelope, &mut Contex
 struct Entry<A: Agent> {
     key: TypeId,
     mbox: MboxId,
-    type_name: fn() -> &'static str,
     handler: Handler<A>,
+    /// The handler is out of the table, running (see [`Subscriptions::take`]).
+    taken: bool,
+}
+
+/// Stands in for a handler while it runs; zero-sized, so boxing it allocates nothing.
+fn placeholder<A: Agent>() -> Handler<A> {
+    Box::new(|_: &mut A, _: Envelope, _: &mut Context<'_, A>| {})
 }
 
 /// The subscription table of one agent.
@@ -34,17 +40,39 @@ impl<A: Agent> Subscriptions<A> {
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+    /// Takes the handler for `key` arriving through `mbox` out of the table while it runs,
+    /// so that the handler can change the table (subscribe, unsubscribe) through its context.
+    /// Returns the handler and its index for [`Subscriptions::put_back`].
+    #[inline]
+    pub(crate) fn take(&mut self, mbox: MboxId, key: TypeId) -> Option<(usize, Handler<A>)> {
+        let i = self.entries.iter().position(|e| e.key == key && e.mbox == mbox)?;
+        let e = &mut self.entries[i];
+        e.taken = true;
+        Some((i, std::mem::replace(&mut e.handler, placeholder())))
     }
 
-    /// The handler for `key` arriving through `mbox`.
+    /// Returns a handler taken by [`Subscriptions::take`]; drops it if the handler
+    /// unsubscribed itself meanwhile.
     #[inline]
-    pub(crate) fn find(&mut self, mbox: MboxId, key: TypeId) -> Option<&mut Handler<A>> {
-        self.entries
-            .iter_mut()
-            .find(|e| e.key == key && e.mbox == mbox)
-            .map(|e| &mut e.handler)
+    pub(crate) fn put_back(&mut self, i: usize, mbox: MboxId, key: TypeId, handler: Handler<A>) {
+        if let Some(e) = self.entries.get_mut(i)
+            && e.taken
+            && e.key == key
+            && e.mbox == mbox
+        {
+            e.handler = handler;
+            e.taken = false;
+            return;
+        }
+        self.put_back_moved(mbox, key, handler)
+    }
+
+    #[cold]
+    fn put_back_moved(&mut self, mbox: MboxId, key: TypeId, handler: Handler<A>) {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.taken && e.key == key && e.mbox == mbox) {
+            e.handler = handler;
+            e.taken = false;
+        }
     }
 
     /// Adds a handler; a second one for the same (mailbox, type) is an error.
@@ -65,8 +93,8 @@ impl<A: Agent> Subscriptions<A> {
         v.push(Entry {
             key,
             mbox,
-            type_name,
             handler,
+            taken: false,
         });
         self.entries = v.into_boxed_slice();
         Ok(())
@@ -80,16 +108,5 @@ impl<A: Agent> Subscriptions<A> {
         let removed = before != v.len();
         self.entries = v.into_boxed_slice();
         removed
-    }
-
-    /// Moves subscriptions made while a handler ran into the table.
-    pub(crate) fn merge(&mut self, other: Self) -> Result<(), SubscribeError> {
-        let mut first_error = None;
-        for e in other.entries.into_vec() {
-            if let Err(err) = self.add(e.mbox, e.key, e.type_name, e.handler) {
-                first_error.get_or_insert(err);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
     }
 }
