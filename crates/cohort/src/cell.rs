@@ -17,6 +17,7 @@ use crate::subscription::Subscriptions;
 use std::any::Any;
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
+use std::mem::ManuallyDrop;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -41,6 +42,9 @@ pub(crate) struct Header {
     started: UnsafeCell<bool>,
     /// The agent's own panic reaction: written before registration, read-only after.
     panic_reaction: UnsafeCell<Option<PanicReaction>>,
+    /// The agent value has been dropped (after `finish`, or when its registration failed).
+    /// Touched by whoever has exclusive access to the body.
+    agent_dropped: UnsafeCell<bool>,
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
     /// only after observing `ACTIVE` or later (acquire).
     queue: UnsafeCell<Option<Arc<EventQueue>>>,
@@ -53,6 +57,7 @@ impl Header {
             status: AtomicU8::new(NEW),
             started: UnsafeCell::new(false),
             panic_reaction: UnsafeCell::new(None),
+            agent_dropped: UnsafeCell::new(false),
             queue: UnsafeCell::new(None),
             env,
         }
@@ -132,9 +137,38 @@ impl Header {
 }
 
 /// An agent's home: header plus body.
-pub(crate) struct AgentCell<B: ?Sized> {
+pub(crate) struct AgentCell<B: ?Sized + ErasedBody> {
     pub(crate) header: Header,
     body: UnsafeCell<B>,
+}
+
+impl<B: ?Sized + ErasedBody> Drop for AgentCell<B> {
+    fn drop(&mut self) {
+        // An agent that never finished (its cooperation was never registered, or its
+        // registration failed) still holds its value.
+        if !*self.header.agent_dropped.get_mut() {
+            // SAFETY: `&mut self`: exclusive access; the value has not been dropped yet.
+            unsafe { self.body.get_mut().drop_agent() }
+        }
+    }
+}
+
+impl<B: ?Sized + ErasedBody> AgentCell<B> {
+    /// Drops the agent value now (its cooperation will never run it): breaks the cycles that
+    /// mailboxes held by agents form (an agent holding its own or a peer's mailbox).
+    ///
+    /// # Safety
+    /// The caller has exclusive access to the body (not registered, or its `finish` ran on
+    /// this thread) and the agent will not run again.
+    pub(crate) unsafe fn release_agent(&self) {
+        // SAFETY: exclusive access (caller).
+        unsafe {
+            if !*self.header.agent_dropped.get() {
+                *self.header.agent_dropped.get() = true;
+                (*self.body.get()).drop_agent();
+            }
+        }
+    }
 }
 
 /// A cell with its agent type erased.
@@ -142,7 +176,7 @@ pub(crate) type DynCell = AgentCell<dyn ErasedBody>;
 
 // SAFETY: the header is `Sync` by itself; the body is only accessed by the thread that runs
 // the agent's queue (one at a time) or by the registering thread before any worker sees it.
-unsafe impl<B: ?Sized + Send> Sync for AgentCell<B> {}
+unsafe impl<B: ?Sized + Send + ErasedBody> Sync for AgentCell<B> {}
 
 impl<A: Agent> AgentCell<AgentBody<A>> {
     pub(crate) fn new(env: Arc<EnvShared>, agent: A) -> Arc<Self> {
@@ -151,7 +185,7 @@ impl<A: Agent> AgentCell<AgentBody<A>> {
             body: UnsafeCell::new(AgentBody {
                 subs: Subscriptions::new(),
                 coop: std::ptr::null(),
-                agent,
+                agent: ManuallyDrop::new(agent),
             }),
         })
     }
@@ -293,6 +327,11 @@ pub(crate) trait ErasedBody: Send {
     fn attach(&mut self, coop: *const CoopInner);
     fn name(&self) -> Cow<'static, str>;
     fn agent_type(&self) -> std::any::TypeId;
+    /// Drops the agent value.
+    ///
+    /// # Safety
+    /// Called at most once, with exclusive access; nothing touches the agent afterwards.
+    unsafe fn drop_agent(&mut self);
 }
 
 /// An agent with its runtime state.
@@ -301,7 +340,8 @@ pub(crate) struct AgentBody<A: Agent> {
     /// The agent's cooperation: set at registration, valid until the agent has finished
     /// (the cooperation outlives the handling of its agents' demands).
     coop: *const CoopInner,
-    agent: A,
+    /// Dropped right after `finish` (see [`AgentCell::release_agent`]).
+    agent: ManuallyDrop<A>,
 }
 
 // SAFETY: `coop` points to a `Sync` cooperation; everything else is `Send` since `A: Send`.
@@ -369,7 +409,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         };
         let type_name = msg.type_name_fn();
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
-        let agent = &mut self.agent;
+        let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
         self.subs.put_back(slot, mbox, key, handler);
         if let Err(payload) = result {
@@ -381,7 +421,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         // SAFETY: the cell is alive and we run its queue.
         unsafe { this.as_ref().header.set_started() };
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
-        let agent = &mut self.agent;
+        let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| agent.start(&mut ctx)));
         if let Err(payload) = result {
             self.on_panic(this, "start", payload);
@@ -400,18 +440,26 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
 
     fn finish(&mut self, this: NonNull<DynCell>) {
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
-        let agent = &mut self.agent;
+        let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| agent.finish(&mut ctx)));
         if let Err(payload) = result {
             self.on_panic(this, "finish", payload);
         }
-        // Handlers will not run again: free them now rather than when the last mailbox goes.
+        // Nothing of the agent runs again: free its handlers and its value now rather than
+        // when the last mailbox goes (and break the cycles of agents holding mailboxes).
         self.subs = Subscriptions::new();
+        // SAFETY: the cell is alive and we run its queue; the status is FINISHED, so no
+        // handler touches the agent again.
+        unsafe {
+            let header = &this.as_ref().header;
+            *header.agent_dropped.get() = true;
+            ManuallyDrop::drop(&mut self.agent);
+        }
     }
 
     fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure> {
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
-        let agent = &mut self.agent;
+        let agent = &mut *self.agent;
         match catch_unwind(AssertUnwindSafe(|| agent.define(&mut ctx))) {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(DefineFailure::Failed(e)),
@@ -435,5 +483,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
 
     fn agent_type(&self) -> std::any::TypeId {
         std::any::TypeId::of::<A>()
+    }
+
+    unsafe fn drop_agent(&mut self) {
+        // SAFETY: at most once, and nothing touches the agent afterwards (caller).
+        unsafe { ManuallyDrop::drop(&mut self.agent) }
     }
 }

@@ -281,20 +281,19 @@ impl Coop {
 
     /// Registers the cooperation: binds every agent, runs every `define` on this thread, then
     /// queues every `start`. All or nothing: on error nothing starts and nothing stays bound.
-    pub(crate) fn register(self) -> Result<CoopHandle, RegisterError> {
-        let Coop {
-            env,
-            parent,
-            binder,
-            mut agents,
-            binders,
-            extras,
-        } = self;
+    pub(crate) fn register(mut self) -> Result<CoopHandle, RegisterError> {
+        let env = self.env.clone();
+        let parent = self.parent.take();
+        let binder = self.binder.take();
+        let mut agents = std::mem::take(&mut self.agents);
+        let binders = std::mem::take(&mut self.binders);
+        let extras = std::mem::take(&mut self.extras);
         let shared = env.shared();
         if agents.is_empty() {
             return Err(RegisterError::EmptyCoop);
         }
         if shared.is_stopping() {
+            release_agents(&agents);
             return Err(RegisterError::EnvironmentStopped);
         }
         let default = binder.unwrap_or_else(|| shared.default_binder());
@@ -328,6 +327,7 @@ impl Coop {
                     for (i, c) in agents[..index].iter().enumerate() {
                         binder_of(i).unbind_queue_of(&c.header);
                     }
+                    release_agents(&agents);
                     return Err(RegisterError::Bind {
                         agent,
                         index,
@@ -340,6 +340,7 @@ impl Coop {
             for (i, c) in agents.iter().enumerate() {
                 binder_of(i).unbind_queue_of(&c.header);
             }
+            release_agents(&agents);
             return Err(RegisterError::EnvironmentStopped);
         };
 
@@ -433,6 +434,7 @@ impl Coop {
                 // SAFETY: as above.
                 let agent = unsafe { cell.body() }.name().into_owned();
                 coop.unbind_all();
+                release_agents(&coop.agents);
                 let reason = match failure {
                     DefineFailure::Failed(e) => e.to_string(),
                     DefineFailure::Panicked(p) => format!("panicked: {p}"),
@@ -452,6 +454,7 @@ impl Coop {
             if pstate.status != CoopStatus::Registered {
                 drop(pstate);
                 coop.unbind_all();
+                release_agents(&coop.agents);
                 return Err(if parent.parent.is_none() {
                     RegisterError::EnvironmentStopped
                 } else {
@@ -483,6 +486,22 @@ impl Coop {
             }
         }
         Ok(CoopHandle { inner: coop })
+    }
+}
+
+/// Drops the values of agents that will never run (registration failed, or the builder was
+/// dropped unregistered): an agent holding its own or a peer's mailbox would otherwise keep
+/// its cell alive forever.
+fn release_agents(agents: &[Arc<DynCell>]) {
+    for cell in agents {
+        // SAFETY: these agents are not registered: only this thread reaches their bodies.
+        unsafe { cell.release_agent() }
+    }
+}
+
+impl Drop for Coop {
+    fn drop(&mut self) {
+        release_agents(&self.agents);
     }
 }
 
@@ -787,7 +806,11 @@ impl CoopInner {
         }
         if let Some(x) = &self.extras {
             for m in &x.notify_deregistered {
-                m.send(CoopDeregistered { id: self.id, name: x.name.clone(), reason });
+                m.send(CoopDeregistered {
+                    id: self.id,
+                    name: x.name.clone(),
+                    reason,
+                });
             }
         }
         match &self.parent {

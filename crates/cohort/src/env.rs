@@ -129,8 +129,10 @@ impl EnvironmentBuilder {
             env.wait();
             return Err(LaunchError::Init(e));
         }
-        env.0.init_done.store(true, Ordering::Release);
-        if autoshutdown && env.coop_count() == 0 {
+        // SeqCst with `coop_gone` / `last_coop_gone`: either we see the count at zero, or
+        // the worker that brought it there sees `init_done` and stops the environment.
+        env.0.init_done.store(true, Ordering::SeqCst);
+        if autoshutdown && env.0.coops.load(Ordering::SeqCst) == 0 {
             env.stop();
         }
         env.wait();
@@ -210,7 +212,9 @@ impl EnvShared {
 
     pub(crate) fn add_dispatcher(&self, d: Arc<dyn DispatcherCore>) -> Result<(), DispatcherError> {
         let mut ds = self.dispatchers.lock().unwrap_or_else(|e| e.into_inner());
-        if *self.finished.lock().unwrap_or_else(|e| e.into_inner()) != Finished::Running {
+        if self.is_stopping()
+            || *self.finished.lock().unwrap_or_else(|e| e.into_inner()) != Finished::Running
+        {
             d.shutdown();
             return Err(DispatcherError::EnvironmentStopped);
         }
@@ -231,12 +235,12 @@ impl EnvShared {
     }
 
     pub(crate) fn coop_gone(&self) {
-        self.coops.fetch_sub(1, Ordering::Relaxed);
+        self.coops.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// The root lost its last child while the environment runs.
     pub(crate) fn last_coop_gone(&self) {
-        if self.autoshutdown && self.init_done.load(Ordering::Acquire) {
+        if self.autoshutdown && self.init_done.load(Ordering::SeqCst) {
             self.stop();
         }
     }
@@ -292,10 +296,16 @@ impl EnvShared {
     pub(crate) fn dead_letter(&self, message_type: &'static str, reason: DeliveryFailure) {
         self.dead_letters.fetch_add(1, Ordering::Relaxed);
         if let Some(hook) = &self.dead_letter_hook {
-            hook(&DeadLetter {
+            let letter = DeadLetter {
                 message_type,
                 reason,
-            });
+            };
+            // The hook runs on a sender's or a worker's thread: its panic must not unwind
+            // through the runtime.
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&letter))).is_err() {
+                self.count_panic();
+                tracing::error!(message_type, %reason, "the dead-letter hook panicked");
+            }
         }
     }
 

@@ -45,7 +45,10 @@ impl<A: Agent> Subscriptions<A> {
     /// Returns the handler and its index for [`Subscriptions::put_back`].
     #[inline]
     pub(crate) fn take(&mut self, mbox: MboxId, key: TypeId) -> Option<(usize, Handler<A>)> {
-        let i = self.entries.iter().position(|e| e.key == key && e.mbox == mbox)?;
+        let i = self
+            .entries
+            .iter()
+            .position(|e| e.key == key && e.mbox == mbox)?;
         let e = &mut self.entries[i];
         e.taken = true;
         Some((i, std::mem::replace(&mut e.handler, placeholder())))
@@ -69,7 +72,11 @@ impl<A: Agent> Subscriptions<A> {
 
     #[cold]
     fn put_back_moved(&mut self, mbox: MboxId, key: TypeId, handler: Handler<A>) {
-        if let Some(e) = self.entries.iter_mut().find(|e| e.taken && e.key == key && e.mbox == mbox) {
+        if let Some(e) = self
+            .entries
+            .iter_mut()
+            .find(|e| e.taken && e.key == key && e.mbox == mbox)
+        {
             e.handler = handler;
             e.taken = false;
         }

@@ -15,10 +15,12 @@ use super::wakeup::Wakeup;
 use crate::demand::Demand;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
+use crate::sync::AtomicU8;
 use crate::sync::{AtomicBool, SegQueue};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
 use std::ptr;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 #[cfg(not(loom))]
@@ -43,6 +45,30 @@ impl QueueItem for Demand {
     }
 }
 
+/// What a pool does with a queue that got work while idle: puts it on a run queue.
+pub(crate) trait Schedule<T: QueueItem>: Send + Sync {
+    /// Makes `queue` run soon, on some worker of the pool.
+    fn schedule(&self, queue: Arc<EventQueue<T>>);
+}
+
+/// Who runs the queue, and so how a sender makes it run.
+#[allow(dead_code)] // `Pool` is wired by the pool dispatchers, which land next.
+enum Notifier<T: QueueItem> {
+    /// A dedicated worker thread, woken from its park.
+    Thread(Wakeup),
+    /// A pool's workers: the queue is scheduled when it goes from idle to having work.
+    Pool {
+        state: AtomicU8,
+        scheduler: Arc<dyn Schedule<T>>,
+    },
+}
+
+/// Pool queue states.
+const IDLE: u8 = 0;
+const SCHEDULED: u8 = 1;
+#[allow(dead_code)]
+const IN_TURN: u8 = 2;
+
 /// The demand queue of one or more agents.
 pub(crate) struct EventQueue<T: QueueItem = Demand> {
     local: UnsafeCell<VecDeque<T>>,
@@ -50,7 +76,11 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     /// Messages that reached an agent before its `start` ran, by cell address, replayed right
     /// after `start` (rare: kept here rather than in every agent).
     early: UnsafeCell<Vec<(usize, MboxId, Envelope)>>,
-    wakeup: Wakeup,
+    notifier: Notifier<T>,
+    /// How many demands a pool worker runs from this queue before it moves on
+    /// (`max_demands_at_once`); unused by a dedicated worker thread.
+    #[allow(dead_code)]
+    max_batch: usize,
     closed: AtomicBool,
     /// Set by the worker when it has exited: nothing will run this queue again.
     retired: AtomicBool,
@@ -64,12 +94,30 @@ unsafe impl<T: QueueItem> Sync for EventQueue<T> {}
 unsafe impl<T: QueueItem> Send for EventQueue<T> {}
 
 impl<T: QueueItem> EventQueue<T> {
+    /// A queue run by a dedicated worker thread.
     pub(crate) fn new() -> Self {
+        Self::with_notifier(Notifier::Thread(Wakeup::new()), usize::MAX)
+    }
+
+    #[allow(dead_code)] // wired by the pool dispatchers
+    /// A queue run by the workers of a pool, `max_batch` demands per turn.
+    pub(crate) fn pooled(scheduler: Arc<dyn Schedule<T>>, max_batch: usize) -> Self {
+        Self::with_notifier(
+            Notifier::Pool {
+                state: AtomicU8::new(IDLE),
+                scheduler,
+            },
+            max_batch,
+        )
+    }
+
+    fn with_notifier(notifier: Notifier<T>, max_batch: usize) -> Self {
         Self {
             local: UnsafeCell::new(VecDeque::new()),
             remote: SegQueue::new(),
             early: UnsafeCell::new(Vec::new()),
-            wakeup: Wakeup::new(),
+            notifier,
+            max_batch,
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
         }
@@ -97,12 +145,78 @@ impl<T: QueueItem> EventQueue<T> {
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
         self.remote.push(d);
-        self.wakeup.notify();
-        // `notify` ends with a SeqCst fence: either the exiting worker sees this push in its
-        // last sweep, or we see `retired` here and sweep ourselves.
-        if self.retired.load(Ordering::Relaxed) {
-            self.reject_remote();
+        match &self.notifier {
+            Notifier::Thread(wakeup) => {
+                wakeup.notify();
+                // `notify` ends with a SeqCst fence: either the exiting worker sees this push
+                // in its last sweep, or we see `retired` here and sweep ourselves.
+                if self.retired.load(Ordering::Relaxed) {
+                    self.reject_remote();
+                }
+            }
+            Notifier::Pool { state, scheduler } => {
+                // Dekker with `finish_turn`: the worker stores IDLE then re-checks for work;
+                // we publish work then check for IDLE. One of us schedules the queue.
+                crate::sync::fence(Ordering::SeqCst);
+                if state.load(Ordering::Relaxed) == IDLE
+                    && state
+                        .compare_exchange(IDLE, SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    scheduler.schedule(self.arc());
+                }
+            }
         }
+    }
+
+    #[allow(dead_code)]
+    /// A new strong reference to this queue (every queue lives in an `Arc`).
+    fn arc(&self) -> Arc<Self> {
+        let p: *const Self = self;
+        // SAFETY: queues are only ever created inside an `Arc` (dispatchers build them with
+        // `Arc::new`) and `self` is alive: take one more strong count and wrap it.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
+    }
+
+    #[allow(dead_code)] // wired by the pool dispatchers
+    /// How many demands a pool worker runs per turn.
+    pub(crate) fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    #[allow(dead_code)] // wired by the pool dispatchers
+    /// A pool worker takes the queue it got from the run queue.
+    pub(crate) fn begin_turn(&self) {
+        if let Notifier::Pool { state, .. } = &self.notifier {
+            state.store(IN_TURN, Ordering::Relaxed);
+        }
+    }
+
+    #[allow(dead_code)] // wired by the pool dispatchers
+    /// A pool worker is done with its turn: returns true if the queue has more work and this
+    /// caller must schedule it again (it won the race to do so).
+    ///
+    /// # Safety
+    /// The caller just ran this queue and no longer runs it (its guard is dropped).
+    pub(crate) unsafe fn finish_turn(&self) -> bool {
+        let Notifier::Pool { state, .. } = &self.notifier else {
+            return false;
+        };
+        // SAFETY: the state is still IN_TURN, so no other runner can start (producers only
+        // schedule an IDLE queue): nobody touches the local half while we read it.
+        if unsafe { !(*self.local.get()).is_empty() } {
+            state.store(SCHEDULED, Ordering::Relaxed);
+            return true;
+        }
+        state.store(IDLE, Ordering::Relaxed);
+        crate::sync::fence(Ordering::SeqCst);
+        self.has_remote()
+            && state
+                .compare_exchange(IDLE, SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// Called by the worker once it has left its loop: whatever arrives from now on (a sender
@@ -199,18 +313,24 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// Sleeps until a remote push or a close (the caller spins first).
     pub(crate) fn sleep(&self) {
-        self.wakeup.sleep(|| self.has_remote() || self.is_closed());
+        if let Notifier::Thread(wakeup) = &self.notifier {
+            wakeup.sleep(|| self.has_remote() || self.is_closed());
+        }
     }
 
     /// Registers the calling thread as this queue's worker for wake-ups.
     pub(crate) fn register_worker(&self) {
-        self.wakeup.register_current();
+        if let Notifier::Thread(wakeup) = &self.notifier {
+            wakeup.register_current();
+        }
     }
 
     /// Asks the worker to exit once the queue is empty.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        self.wakeup.force();
+        if let Notifier::Thread(wakeup) = &self.notifier {
+            wakeup.force();
+        }
     }
 
     pub(crate) fn is_closed(&self) -> bool {

@@ -3,4 +3,5 @@
 mod event_queue;
 pub(crate) mod wakeup;
 
-pub(crate) use event_queue::{EventQueue, QueueItem, RunningGuard};
+#[allow(unused_imports)]
+pub(crate) use event_queue::{EventQueue, QueueItem, RunningGuard, Schedule};

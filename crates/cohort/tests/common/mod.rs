@@ -1,0 +1,271 @@
+//! Helpers shared by the integration tests: a watchdog for every test that starts threads,
+//! probes that forward messages from agents to the test thread, counters, and a dead-letter
+//! recorder.
+//!
+//! Each test binary uses a different subset, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use cohort::{
+    Agent, Context, DeadLetter, DefineError, DeliveryFailure, EnvironmentBuilder, Mbox, WrappedEnv,
+};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The time limit of one test body (scaled up under valgrind, see [`scale`]).
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// True when the test binary runs under valgrind (CI's memcheck step): everything is 20 to
+/// 50 times slower there, so time limits grow and message counts shrink.
+pub fn under_valgrind() -> bool {
+    std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("vgpreload"))
+}
+
+/// Multiplier for time limits: 1, or 15 under valgrind (CI gives each binary 600 s there).
+pub fn scale() -> u32 {
+    if under_valgrind() { 15 } else { 1 }
+}
+
+/// A message count: `n` normally, `n / 10` (at least 1) under valgrind.
+pub fn count(n: usize) -> usize {
+    if under_valgrind() { (n / 10).max(1) } else { n }
+}
+
+/// Runs `body` on its own thread and waits at most `timeout` (times [`scale`]) for it.
+///
+/// A panic of the body is passed on unchanged (so `assert!` messages show as usual); a body
+/// that does not finish in time (a deadlock, a lost message, an environment that never stops)
+/// fails the test with a clear message instead of hanging the whole suite.
+pub fn watchdog<T: Send + 'static>(
+    timeout: Duration,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let limit = timeout * scale();
+    let (tx, rx) = mpsc::channel();
+    let name = std::thread::current()
+        .name()
+        .unwrap_or("<unnamed test>")
+        .to_owned();
+    std::thread::Builder::new()
+        .name(format!("{name} (body)"))
+        .spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+            let _ = tx.send(result);
+        })
+        .expect("spawn the test body thread");
+    match rx.recv_timeout(limit) {
+        Ok(Ok(value)) => value,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(RecvTimeoutError::Timeout) => panic!(
+            "watchdog: test `{name}` did not finish within {limit:?}: something hangs \
+             (a deadlock, a lost message or an environment that never stops)"
+        ),
+        Err(RecvTimeoutError::Disconnected) => {
+            panic!("watchdog: the body thread of `{name}` ended without reporting a result")
+        }
+    }
+}
+
+/// Receives one value, failing the test with `what` if nothing arrives within [`TIMEOUT`].
+#[track_caller]
+pub fn recv<T>(rx: &Receiver<T>, what: &str) -> T {
+    match rx.recv_timeout(TIMEOUT * scale()) {
+        Ok(v) => v,
+        Err(RecvTimeoutError::Timeout) => panic!("timed out waiting for {what}"),
+        Err(RecvTimeoutError::Disconnected) => {
+            panic!("waiting for {what}: every sender is gone")
+        }
+    }
+}
+
+/// Receives `n` values in arrival order.
+#[track_caller]
+pub fn recv_n<T>(rx: &Receiver<T>, n: usize, what: &str) -> Vec<T> {
+    (0..n).map(|_| recv(rx, what)).collect()
+}
+
+/// A shared counter.
+#[derive(Clone, Default, Debug)]
+pub struct Counter(Arc<AtomicUsize>);
+
+impl Counter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn inc(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+    pub fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// An agent that forwards every `M` it receives (by clone) to a channel.
+pub struct Forward<M> {
+    tx: Sender<M>,
+}
+
+impl<M: Clone + Send + 'static> Agent for Forward<M> {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, m: &M, _: &mut Context<'_, Self>| {
+            let _ = me.tx.send(m.clone());
+        })?;
+        Ok(())
+    }
+}
+
+/// A probe: a separate environment with one agent that forwards every `M` to the test.
+///
+/// It lives in its own environment so that stopping the environment under test (which
+/// deregisters every cooperation in it) cannot turn the probe's notifications into dead
+/// letters.
+pub struct Probe<M> {
+    pub mbox: Mbox,
+    pub rx: Receiver<M>,
+    env: WrappedEnv,
+}
+
+impl<M: Clone + Send + 'static> Probe<M> {
+    pub fn new() -> Self {
+        let env = cohort::Environment::builder()
+            .start()
+            .expect("start the probe environment");
+        let (tx, rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        coop.set_name("probe");
+        let mbox = coop.add(Forward { tx }).mbox();
+        env.register_coop(coop).expect("register the probe");
+        Self { mbox, rx, env }
+    }
+
+    #[track_caller]
+    pub fn recv(&self, what: &str) -> M {
+        recv(&self.rx, what)
+    }
+
+    #[track_caller]
+    pub fn recv_n(&self, n: usize, what: &str) -> Vec<M> {
+        recv_n(&self.rx, n, what)
+    }
+
+    /// True if nothing more has arrived so far (looks only at what the probe already
+    /// forwarded; call it after the environment under test has stopped).
+    pub fn nothing_more(&self) -> bool {
+        self.rx.try_recv().is_err()
+    }
+
+    /// Stops the probe environment and joins its threads.
+    pub fn shutdown(self) {
+        self.env.stop_and_wait();
+    }
+}
+
+impl<M: Clone + Send + 'static> Default for Probe<M> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Every dead letter an environment reported to its hook, in order.
+#[derive(Clone, Default)]
+pub struct DeadLetters(Arc<Mutex<Vec<(&'static str, DeliveryFailure)>>>);
+
+impl DeadLetters {
+    /// A builder whose dead-letter hook records into the returned log.
+    pub fn builder() -> (EnvironmentBuilder, Self) {
+        let log = Self::default();
+        let sink = log.clone();
+        let builder = cohort::Environment::builder().dead_letter_hook(move |d: &DeadLetter| {
+            sink.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((d.message_type, d.reason))
+        });
+        (builder, log)
+    }
+
+    pub fn all(&self) -> Vec<(&'static str, DeliveryFailure)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The recorded dead letters of message type `M` (as named by `type_name`).
+    pub fn of<M: ?Sized>(&self) -> Vec<DeliveryFailure> {
+        let name = std::any::type_name::<M>();
+        self.all()
+            .into_iter()
+            .filter(|(t, _)| *t == name)
+            .map(|(_, r)| r)
+            .collect()
+    }
+}
+
+/// Blocks an agent inside a handler until the test opens the gate: the way to keep a
+/// dispatcher busy (so that messages pile up in its queue) without sleeping.
+pub struct Gate {
+    entered: Sender<()>,
+    open: Receiver<()>,
+}
+
+/// The test's side of a [`Gate`].
+pub struct GateControl {
+    entered: Receiver<()>,
+    open: Sender<()>,
+}
+
+pub fn gate() -> (Gate, GateControl) {
+    let (entered_tx, entered_rx) = mpsc::channel();
+    let (open_tx, open_rx) = mpsc::channel();
+    (
+        Gate {
+            entered: entered_tx,
+            open: open_rx,
+        },
+        GateControl {
+            entered: entered_rx,
+            open: open_tx,
+        },
+    )
+}
+
+impl Gate {
+    /// Called by the agent: tells the test it is blocked, then waits for the gate to open.
+    pub fn block(&self) {
+        let _ = self.entered.send(());
+        self.open
+            .recv_timeout(TIMEOUT * scale())
+            .expect("the test never opened the gate");
+    }
+}
+
+impl GateControl {
+    /// Waits until the agent is blocked in the gate.
+    #[track_caller]
+    pub fn wait_entered(&self) {
+        recv(&self.entered, "the agent to block in the gate");
+    }
+
+    pub fn open(&self) {
+        self.open.send(()).expect("the gated agent is gone");
+    }
+}
+
+/// Message that makes a [`Blocker`] block in its gate.
+#[derive(Debug, Clone, Copy)]
+pub struct Block;
+
+/// An agent that blocks its worker thread in a gate when it receives [`Block`].
+pub struct Blocker {
+    pub gate: Gate,
+}
+
+impl Agent for Blocker {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Block, _: &mut Context<'_, Self>| me.gate.block())?;
+        Ok(())
+    }
+}
+
+/// An agent with no handler at all (a valid mailbox that accepts nothing).
+pub struct Idle;
+impl Agent for Idle {}
