@@ -15,7 +15,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use machine::Machine;
 use report::{Format, Record};
-use scenarios::{Dispatcher, ping_pong, skynet};
+use scenarios::{Dispatcher, FifoArg, Placement, ping_pong, skynet};
 use serde_json::{Map, Value, json};
 
 #[derive(Parser)]
@@ -64,9 +64,8 @@ struct PingPongArgs {
     /// Round trips per run.
     #[arg(long, default_value_t = 1_000_000)]
     count: u64,
-    /// Where the two agents run.
-    #[arg(long, value_enum, default_value_t = Dispatcher::OneThread)]
-    dispatcher: Dispatcher,
+    #[command(flatten)]
+    placement: Placement,
 }
 
 #[derive(Args, Clone)]
@@ -77,9 +76,8 @@ struct SkynetArgs {
     /// Children per agent.
     #[arg(long, default_value_t = 10)]
     branching: u64,
-    /// Where the agents run.
-    #[arg(long, value_enum, default_value_t = Dispatcher::OneThread)]
-    dispatcher: Dispatcher,
+    #[command(flatten)]
+    placement: Placement,
 }
 
 fn main() {
@@ -111,45 +109,57 @@ enum Step {
     Skynet(SkynetArgs),
 }
 
+fn pool_ping_pongs(count: u64) -> Vec<Step> {
+    let tp = Placement::of(Dispatcher::ThreadPool);
+    let ws = Placement::of(Dispatcher::WorkStealing);
+    [
+        tp.fifo(FifoArg::Cooperation),
+        tp.fifo(FifoArg::Individual),
+        ws,
+    ]
+    .into_iter()
+    .map(|placement| Step::PingPong(PingPongArgs { count, placement }))
+    .collect()
+}
+
 fn quick_plan() -> Vec<Step> {
-    vec![
+    let mut plan = vec![
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
-            dispatcher: Dispatcher::OneThread,
+            placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 200_000,
-            dispatcher: Dispatcher::ActiveObj,
+            placement: Placement::of(Dispatcher::ActiveObj),
         }),
-        Step::Skynet(SkynetArgs {
-            leaves: 1_000_000,
-            branching: 10,
-            dispatcher: Dispatcher::OneThread,
-        }),
-    ]
+    ];
+    plan.extend(pool_ping_pongs(200_000));
+    plan.push(Step::Skynet(SkynetArgs {
+        leaves: 1_000_000,
+        branching: 10,
+        placement: Placement::of(Dispatcher::OneThread),
+    }));
+    plan
 }
 
 fn full_plan() -> Vec<Step> {
-    vec![
+    let mut plan = vec![
         Step::PingPong(PingPongArgs {
             count: 25_000_000,
-            dispatcher: Dispatcher::OneThread,
+            placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
-            dispatcher: Dispatcher::ActiveObj,
+            placement: Placement::of(Dispatcher::ActiveObj),
         }),
-        Step::Skynet(SkynetArgs {
-            leaves: 1_000_000,
-            branching: 10,
-            dispatcher: Dispatcher::OneThread,
-        }),
-        Step::Skynet(SkynetArgs {
-            leaves: 1_000_000,
-            branching: 10,
-            dispatcher: Dispatcher::ActiveObj,
-        }),
-    ]
+    ];
+    plan.extend(pool_ping_pongs(1_000_000));
+    plan.push(Step::Skynet(SkynetArgs {
+        leaves: 1_000_000,
+        branching: 10,
+        placement: Placement::of(Dispatcher::OneThread),
+    }));
+    plan
 }
 
 fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
@@ -161,11 +171,11 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
     for step in plan {
         match step {
             Step::PingPong(a) => {
-                bar.set_message(format!("ping-pong {}", a.dispatcher.label()));
+                bar.set_message(format!("ping-pong {}", a.placement.label()));
                 out.extend(ping_pong_records(a, runs, machine));
             }
             Step::Skynet(a) => {
-                bar.set_message(format!("skynet {}", a.dispatcher.label()));
+                bar.set_message(format!("skynet {}", a.placement.label()));
                 out.extend(skynet_records(a, runs, machine));
             }
         }
@@ -173,6 +183,13 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
     }
     bar.finish_and_clear();
     out
+}
+
+fn merge(mut a: Value, b: Value) -> Value {
+    if let (Value::Object(a), Value::Object(b)) = (&mut a, b) {
+        a.extend(b);
+    }
+    a
 }
 
 fn params(v: Value) -> Map<String, Value> {
@@ -184,14 +201,15 @@ fn params(v: Value) -> Map<String, Value> {
 
 fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "ping-pong";
-    let variant = format!("{}, direct mailboxes", a.dispatcher.label());
-    let p = params(
-        json!({ "count": a.count, "dispatcher": a.dispatcher.label(), "mailbox": "direct" }),
-    );
+    let variant = format!("{}, direct mailboxes", a.placement.label());
+    let p = params(merge(
+        json!({ "count": a.count, "mailbox": "direct" }),
+        a.placement.params(),
+    ));
     let mut msgs = Vec::new();
     let mut trips = Vec::new();
     for _ in 0..runs.max(1) {
-        match ping_pong::run_once(a.count, a.dispatcher, false) {
+        match ping_pong::run_once(a.count, a.placement, false) {
             Ok(o) => {
                 let s = o.elapsed.as_secs_f64();
                 trips.push(o.round_trips as f64 / s);
@@ -206,7 +224,7 @@ fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     ];
     // One more run that times every round trip (timing costs a little throughput).
     let lat_count = a.count.min(1_000_000);
-    match ping_pong::run_once(lat_count, a.dispatcher, true) {
+    match ping_pong::run_once(lat_count, a.placement, true) {
         Ok(o) => {
             if let Some(h) = o.latency {
                 for (metric, q) in [
@@ -233,15 +251,16 @@ fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
 
 fn skynet_records(a: &SkynetArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "skynet";
-    let variant = format!("{}, branching {}", a.dispatcher.label(), a.branching);
-    let mut p = params(
-        json!({ "leaves": a.leaves, "branching": a.branching, "dispatcher": a.dispatcher.label() }),
-    );
+    let variant = format!("{}, branching {}", a.placement.label(), a.branching);
+    let mut p = params(merge(
+        json!({ "leaves": a.leaves, "branching": a.branching }),
+        a.placement.params(),
+    ));
     let (mut with_teardown, mut to_result, mut rates, mut peaks) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs.max(1) {
         let can_reset = rss::reset_peak();
-        match skynet::run_once(a.leaves, a.branching, a.dispatcher) {
+        match skynet::run_once(a.leaves, a.branching, a.placement) {
             Ok(o) => {
                 p.insert("sum".into(), json!(o.sum));
                 with_teardown.push(o.with_teardown.as_secs_f64());

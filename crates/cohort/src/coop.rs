@@ -298,6 +298,7 @@ impl Coop {
         }
         let default = binder.unwrap_or_else(|| shared.default_binder());
         let n = agents.len();
+        let id = shared.next_coop_id();
         let binder_of = |i: usize| binders.get(i).and_then(Option::as_ref).unwrap_or(&default);
 
         // 1. Bind every agent to its dispatcher: the queue goes into the agent's header.
@@ -305,7 +306,7 @@ impl Coop {
         let mut queues: Vec<Arc<EventQueue>> = Vec::new();
         let mut first_queue: Option<Arc<EventQueue>> = None;
         for (index, cell) in agents.iter().enumerate() {
-            match binder_of(index).bind() {
+            match binder_of(index).bind(id) {
                 Ok(q) => {
                     match &first_queue {
                         None => first_queue = Some(q.clone()),
@@ -397,7 +398,7 @@ impl Coop {
         drop(queues);
 
         let coop = Arc::new(CoopInner {
-            id: shared.next_coop_id(),
+            id,
             env: shared.clone(),
             parent: Some(parent.clone()),
             agents: agents.into_boxed_slice(),
@@ -796,14 +797,15 @@ impl CoopInner {
     /// its receivers, and they finish only after this call tells the parent.
     fn gone(self: &Arc<Self>) {
         self.unbind_all();
+        // Uncounted first, so whoever sees it gone (or notified) sees the count without it.
+        if self.parent.is_some() {
+            self.env.coop_gone();
+        }
         let reason = {
             let mut st = self.lock_state();
             st.status = CoopStatus::Gone;
             st.reason
         };
-        if self.parent.is_some() {
-            self.env.coop_gone();
-        }
         if let Some(x) = &self.extras {
             for m in &x.notify_deregistered {
                 m.send(CoopDeregistered {

@@ -17,3 +17,20 @@ pub const LOCAL_BATCH: usize = 64;
 
 /// How many remote demands a worker moves to its local half at once.
 pub const REMOTE_BATCH: usize = 256;
+
+/// How many demands a pool worker runs from one queue before it moves on to the next
+/// (`max_demands_at_once`). SObjectizer's default: small enough that one busy agent does not
+/// keep a worker from the others for long, large enough to amortise the switch. Raise it for
+/// dense self-sending flows (the seed's bulk effect), lower it for latency.
+pub const MAX_DEMANDS_AT_ONCE: usize = 4;
+
+/// How many times in a row a `work_stealing` worker runs the queue in its LIFO slot (the one
+/// a send from this worker just woke) before it serves its own deque first. Bounds how long a
+/// ping-pong between two agents of one worker can starve the rest of that worker's queues.
+pub const LIFO_STREAK: usize = 16;
+
+/// The number of worker threads of a pool when not set: the machine's available
+/// parallelism (2 on the reference VM).
+pub fn pool_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}

@@ -68,9 +68,19 @@ pub enum RegisterError {
     },
 }
 
-/// Creating a dispatcher failed.
+/// Creating a dispatcher (or a binder with parameters) failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DispatcherError {
+    /// A parameter is out of its range.
+    #[error("dispatcher `{dispatcher}`: invalid `{parameter}`: {reason}")]
+    InvalidParameter {
+        /// The dispatcher's name.
+        dispatcher: String,
+        /// The parameter's name, as its builder method is called.
+        parameter: &'static str,
+        /// What is wrong and what to use instead.
+        reason: String,
+    },
     /// The environment is stopping or stopped.
     #[error("the environment is stopping: create dispatchers before calling stop()")]
     EnvironmentStopped,
@@ -82,6 +92,21 @@ pub enum DispatcherError {
         /// The operating system's error.
         source: io::Error,
     },
+}
+
+impl DispatcherError {
+    /// An invalid parameter error.
+    pub(crate) fn invalid(
+        dispatcher: &str,
+        parameter: &'static str,
+        reason: impl Into<String>,
+    ) -> Self {
+        DispatcherError::InvalidParameter {
+            dispatcher: dispatcher.to_string(),
+            parameter,
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Launching an environment failed.

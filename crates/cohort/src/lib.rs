@@ -72,7 +72,10 @@ pub use coop::{
     AgentHandle, Coop, CoopDeregistered, CoopHandle, CoopId, CoopRegistered, DeregReason,
 };
 pub use dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
-pub use dispatcher::{ActiveObjBuilder, Binder, DispatcherHandle, OneThreadBuilder};
+pub use dispatcher::{
+    ActiveObjBuilder, Binder, DispatcherHandle, OneThreadBuilder, ThreadPoolBuilder,
+    WorkStealingBuilder,
+};
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use error::{BindError, DispatcherError, LaunchError, RegisterError, SubscribeError};
 pub use mbox::{Mbox, MboxId};

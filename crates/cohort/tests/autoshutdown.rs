@@ -179,8 +179,10 @@ fn last_coop_comes_and_goes(env: &Environment) {
     let mut coop = env.new_coop();
     coop.add(Ephemeral { dropped: tx });
     let handle = env.register_coop(coop).unwrap();
-    drop(handle);
     common::recv(&rx, "the ephemeral agent to be dropped");
+    // The agent's value is dropped right after its `finish`; the cooperation is gone (and
+    // uncounted) a moment later, on the same worker.
+    common::wait_until(|| handle.is_gone());
 }
 
 #[test]

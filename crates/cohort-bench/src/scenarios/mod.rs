@@ -1,34 +1,156 @@
-//! The benchmark scenarios, one module each.
+//! The benchmark scenarios, one module each, and where their agents run.
 
 pub mod ping_pong;
 pub mod skynet;
 
-/// The dispatchers a scenario can run on (those that exist so far).
+use cohort::dispatcher::{Fifo, PoolBindParams};
+
+/// The dispatcher kinds a scenario can run on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Dispatcher {
     /// Every agent on one shared worker thread.
     OneThread,
     /// A worker thread per agent.
     ActiveObj,
+    /// N workers sharing one FIFO run queue.
+    ThreadPool,
+    /// N workers with their own run queues, a LIFO slot and stealing.
+    WorkStealing,
 }
 
-impl Dispatcher {
-    /// The dispatcher's name in results.
-    pub fn label(self) -> &'static str {
-        match self {
-            Dispatcher::OneThread => "one_thread",
-            Dispatcher::ActiveObj => "active_obj",
+/// A pool's fifo, as a flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FifoArg {
+    /// One queue per cooperation.
+    Cooperation,
+    /// One queue per agent.
+    Individual,
+}
+
+/// Where a scenario's agents run: dispatcher kind and its parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
+pub struct Placement {
+    /// The dispatcher.
+    #[arg(long, value_enum, default_value_t = Dispatcher::OneThread)]
+    pub dispatcher: Dispatcher,
+    /// Worker threads of a pool dispatcher.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Fifo of a pool dispatcher (default: cooperation for thread-pool, individual for
+    /// work-stealing).
+    #[arg(long, value_enum)]
+    pub fifo: Option<FifoArg>,
+    /// max_demands_at_once of a pool dispatcher.
+    #[arg(long = "max-demands", default_value_t = 4)]
+    pub max_demands: usize,
+}
+
+impl Placement {
+    /// A placement with a pool's defaults.
+    pub fn of(dispatcher: Dispatcher) -> Self {
+        Self {
+            dispatcher,
+            threads: 2,
+            fifo: None,
+            max_demands: 4,
         }
     }
 
-    /// A binder for a cooperation's agents.
-    pub fn binder(self, env: &cohort::Environment) -> Result<cohort::Binder, String> {
-        match self {
+    /// The same with a fifo.
+    pub fn fifo(mut self, fifo: FifoArg) -> Self {
+        self.fifo = Some(fifo);
+        self
+    }
+
+    fn is_pool(&self) -> bool {
+        matches!(
+            self.dispatcher,
+            Dispatcher::ThreadPool | Dispatcher::WorkStealing
+        )
+    }
+
+    fn effective_fifo(&self) -> FifoArg {
+        self.fifo.unwrap_or(match self.dispatcher {
+            Dispatcher::WorkStealing => FifoArg::Individual,
+            _ => FifoArg::Cooperation,
+        })
+    }
+
+    /// The placement in words, as results report it.
+    pub fn label(&self) -> String {
+        match self.dispatcher {
+            Dispatcher::OneThread => "one_thread".into(),
+            Dispatcher::ActiveObj => "active_obj".into(),
+            Dispatcher::ThreadPool | Dispatcher::WorkStealing => format!(
+                "{}({} threads, {} fifo, max_demands {})",
+                if self.dispatcher == Dispatcher::ThreadPool {
+                    "thread_pool"
+                } else {
+                    "work_stealing"
+                },
+                self.threads,
+                match self.effective_fifo() {
+                    FifoArg::Cooperation => "cooperation",
+                    FifoArg::Individual => "individual",
+                },
+                self.max_demands
+            ),
+        }
+    }
+
+    /// The placement as JSON parameters.
+    pub fn params(&self) -> serde_json::Value {
+        if self.is_pool() {
+            serde_json::json!({
+                "dispatcher": self.label(),
+                "threads": self.threads,
+                "fifo": format!("{:?}", self.effective_fifo()).to_lowercase(),
+                "max_demands_at_once": self.max_demands,
+            })
+        } else {
+            serde_json::json!({ "dispatcher": self.label() })
+        }
+    }
+
+    /// Checks the parameters before anything starts.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.is_pool() && self.threads == 0 {
+            return Err("--threads must be at least 1".into());
+        }
+        if self.is_pool() && self.max_demands == 0 {
+            return Err("--max-demands must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Creates the dispatcher in `env` and returns a binder for a cooperation's agents.
+    pub fn binder(&self, env: &cohort::Environment) -> Result<cohort::Binder, String> {
+        let err = |e: cohort::DispatcherError| e.to_string();
+        let pool_params = || {
+            let fifo = match self.effective_fifo() {
+                FifoArg::Cooperation => Fifo::Cooperation,
+                FifoArg::Individual => Fifo::Individual,
+            };
+            PoolBindParams::new()
+                .fifo(fifo)
+                .max_demands_at_once(self.max_demands)
+        };
+        match self.dispatcher {
             Dispatcher::OneThread => Ok(env.default_binder()),
             Dispatcher::ActiveObj => cohort::ActiveObjBuilder::new()
                 .build(env)
                 .map(|d| d.binder())
-                .map_err(|e| e.to_string()),
+                .map_err(err),
+            Dispatcher::ThreadPool => cohort::ThreadPoolBuilder::new()
+                .threads(self.threads)
+                .build(env)
+                .and_then(|d| d.pool_binder(pool_params()))
+                .map_err(err),
+            Dispatcher::WorkStealing => cohort::WorkStealingBuilder::new()
+                .threads(self.threads)
+                .build(env)
+                .and_then(|d| d.pool_binder(pool_params()))
+                .map_err(err),
         }
     }
 }

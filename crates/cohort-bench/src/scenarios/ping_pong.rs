@@ -3,7 +3,9 @@
 //! ping only when the pong arrives. Throughput = round trips / s; real throughput = messages
 //! / s (twice that), the figure usually quoted. A last run records every round trip's latency.
 
+#[cfg(test)]
 use super::Dispatcher;
+use super::Placement;
 use cohort::{Agent, Context, DefineError, Mbox};
 use hdrhistogram::Histogram;
 use std::sync::{Arc, Mutex};
@@ -89,20 +91,21 @@ impl Agent for Ponger {
     }
 }
 
-/// Runs one ping-pong of `round_trips` on `dispatcher`.
+/// Runs one ping-pong of `round_trips` on `placement`.
 pub fn run_once(
     round_trips: u64,
-    dispatcher: Dispatcher,
+    placement: Placement,
     record_latency: bool,
 ) -> Result<Outcome, String> {
     if round_trips == 0 {
         return Err("--count must be at least 1".into());
     }
+    placement.validate()?;
     let out = Arc::new(Mutex::new(Shared::default()));
     let out2 = out.clone();
     cohort::launch(move |env| {
         let mut coop = env.new_coop();
-        coop.set_binder(dispatcher.binder(env)?);
+        coop.set_binder(placement.binder(env)?);
         let latency =
             record_latency.then(|| Histogram::new(3).expect("3 significant digits is valid"));
         let pinger = coop.add(Pinger {
@@ -143,7 +146,13 @@ mod tests {
 
     #[test]
     fn counts_every_round_trip() {
-        for d in [Dispatcher::OneThread, Dispatcher::ActiveObj] {
+        for d in [
+            Dispatcher::OneThread,
+            Dispatcher::ActiveObj,
+            Dispatcher::ThreadPool,
+            Dispatcher::WorkStealing,
+        ] {
+            let d = Placement::of(d);
             let o = crate::watchdog::within(20, move || run_once(2_000, d, true)).unwrap();
             assert_eq!(o.round_trips, 2_000);
             assert_eq!(o.latency.map(|h| h.len()), Some(2_000));
@@ -152,6 +161,6 @@ mod tests {
 
     #[test]
     fn zero_count_is_refused() {
-        assert!(run_once(0, Dispatcher::OneThread, false).is_err());
+        assert!(run_once(0, Placement::of(Dispatcher::OneThread), false).is_err());
     }
 }

@@ -4,7 +4,7 @@
 //! receives 0 + 1 + ... + (leaves - 1) (499999500000 for one million). Measured: time to the
 //! result, and time until every agent is destroyed (the environment has stopped).
 
-use super::Dispatcher;
+use super::{Dispatcher, Placement};
 use cohort::{Agent, Context, DefineError, Mbox};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,23 +20,23 @@ pub struct Outcome {
 /// Where a node's children are bound: the default dispatcher (zero-sized, so the agent stays
 /// small for the million-agent run), or an explicit binder passed down the tree, as the seed's
 /// thread-pool variant passes its dispatcher.
-trait Placement: Clone + Send + 'static {
+trait ChildBinding: Clone + Send + 'static {
     fn apply(&self, coop: &mut cohort::Coop);
 }
 
 #[derive(Clone)]
 struct DefaultDispatcher;
-impl Placement for DefaultDispatcher {
+impl ChildBinding for DefaultDispatcher {
     fn apply(&self, _: &mut cohort::Coop) {}
 }
 
-impl Placement for cohort::Binder {
+impl ChildBinding for cohort::Binder {
     fn apply(&self, coop: &mut cohort::Coop) {
         coop.set_binder(self.clone());
     }
 }
 
-struct Node<P: Placement> {
+struct Node<P: ChildBinding> {
     placement: P,
     parent: Mbox,
     num: u64,
@@ -46,7 +46,7 @@ struct Node<P: Placement> {
     received: u64,
 }
 
-impl<P: Placement> Node<P> {
+impl<P: ChildBinding> Node<P> {
     fn on_sum(&mut self, v: &u64, _: &mut Context<'_, Self>) {
         self.sum += *v;
         self.received += 1;
@@ -56,7 +56,7 @@ impl<P: Placement> Node<P> {
     }
 }
 
-impl<P: Placement> Agent for Node<P> {
+impl<P: ChildBinding> Agent for Node<P> {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         if self.size > 1 {
             ctx.on(Self::on_sum)?;
@@ -141,9 +141,10 @@ pub fn expected_sum(leaves: u64) -> u64 {
 }
 
 /// Runs one skynet.
-pub fn run_once(leaves: u64, branching: u64, dispatcher: Dispatcher) -> Result<Outcome, String> {
+pub fn run_once(leaves: u64, branching: u64, placement: Placement) -> Result<Outcome, String> {
+    placement.validate()?;
     let agents = validate(leaves, branching)?;
-    if dispatcher == Dispatcher::ActiveObj && agents > MAX_THREADS {
+    if placement.dispatcher == Dispatcher::ActiveObj && agents > MAX_THREADS {
         return Err(format!(
             "{agents} agents on active_obj would start {agents} threads: use --dispatcher one-thread or at most {MAX_THREADS} agents"
         ));
@@ -155,7 +156,7 @@ pub fn run_once(leaves: u64, branching: u64, dispatcher: Dispatcher) -> Result<O
         let mut coop = env.new_coop();
         let collector = coop.add(Collector { started, out: out2 });
         let (parent, size) = (collector.mbox(), leaves);
-        match dispatcher {
+        match placement.dispatcher {
             Dispatcher::OneThread => {
                 let placement = DefaultDispatcher;
                 coop.add(Node {
@@ -168,11 +169,11 @@ pub fn run_once(leaves: u64, branching: u64, dispatcher: Dispatcher) -> Result<O
                     received: 0,
                 });
             }
-            Dispatcher::ActiveObj => {
-                let placement = dispatcher.binder(env)?;
-                coop.set_binder(placement.clone());
+            _ => {
+                let binder = placement.binder(env)?;
+                coop.set_binder(binder.clone());
                 coop.add(Node {
-                    placement,
+                    placement: binder,
                     parent,
                     num: 0,
                     size,
@@ -221,10 +222,16 @@ mod tests {
 
     #[test]
     fn small_skynet_sums() {
-        let o = crate::watchdog::within(20, || run_once(1000, 10, Dispatcher::OneThread)).unwrap();
+        let o = crate::watchdog::within(20, || {
+            run_once(1000, 10, Placement::of(Dispatcher::OneThread))
+        })
+        .unwrap();
         assert_eq!((o.sum, o.agents), (499_500, 1111));
         // A thread per agent: keep it small.
-        let o = crate::watchdog::within(20, || run_once(100, 10, Dispatcher::ActiveObj)).unwrap();
+        let o = crate::watchdog::within(20, || {
+            run_once(100, 10, Placement::of(Dispatcher::ActiveObj))
+        })
+        .unwrap();
         assert_eq!((o.sum, o.agents), (4_950, 111));
     }
 }

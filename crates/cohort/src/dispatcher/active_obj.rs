@@ -87,7 +87,11 @@ impl DispatcherCore for ActiveObj {
         &self.name
     }
 
-    fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
+    fn bind(
+        &self,
+        _: &super::BindParams,
+        _: crate::coop::CoopId,
+    ) -> Result<Arc<EventQueue>, BindError> {
         let mut st = self.state();
         if st.shut {
             return Err(BindError::DispatcherShutDown {

@@ -11,13 +11,49 @@
 //! Dispatchers here:
 //! - [`one_thread`](OneThreadBuilder): one worker thread for all its agents (the default).
 //! - [`active_obj`](ActiveObjBuilder): a worker thread per agent.
+//! - [`thread_pool`](ThreadPoolBuilder): N workers sharing one FIFO run queue.
+//! - [`work_stealing`](WorkStealingBuilder): N workers with their own run queues, a LIFO
+//!   slot for the agent a send just woke, and stealing by idle workers.
 
 mod active_obj;
 mod one_thread;
+pub(crate) mod pool;
+mod pool_builders;
 pub(crate) mod worker;
 
 pub use active_obj::ActiveObjBuilder;
 pub use one_thread::OneThreadBuilder;
+pub use pool_builders::{PoolBindParams, ThreadPoolBuilder, WorkStealingBuilder};
+
+use crate::coop::CoopId;
+
+/// How a pool dispatcher gives queues to agents.
+///
+/// ```
+/// assert_eq!(cohort::dispatcher::Fifo::default(), cohort::dispatcher::Fifo::Cooperation);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fifo {
+    /// One queue per cooperation: its agents never run in parallel and keep one order
+    /// (SObjectizer's default).
+    #[default]
+    Cooperation,
+    /// One queue per agent: agents of one cooperation may run in parallel.
+    Individual,
+}
+
+/// Per-binding parameters a dispatcher understands.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum BindParams {
+    /// The dispatcher's defaults.
+    #[default]
+    Default,
+    /// A pool binding (`fifo: None`: the pool's default fifo).
+    Pool {
+        fifo: Option<Fifo>,
+        max_demands_at_once: usize,
+    },
+}
 
 use crate::error::BindError;
 use crate::queue::EventQueue;
@@ -29,8 +65,8 @@ use std::sync::Arc;
 pub(crate) trait DispatcherCore: Send + Sync {
     /// The dispatcher's name.
     fn name(&self) -> &str;
-    /// Binds one agent: returns the queue its demands go to.
-    fn bind(&self) -> Result<Arc<EventQueue>, BindError>;
+    /// Binds one agent of cooperation `coop`: returns the queue its demands go to.
+    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<Arc<EventQueue>, BindError>;
     /// The agent bound to `queue` has finished.
     fn unbind(&self, queue: &Arc<EventQueue>);
     /// Refuses new bindings; worker threads exit once their agents are gone.
@@ -43,11 +79,12 @@ pub(crate) trait DispatcherCore: Send + Sync {
 #[derive(Clone)]
 pub struct Binder {
     core: Arc<dyn DispatcherCore>,
+    params: BindParams,
 }
 
 impl Binder {
-    pub(crate) fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
-        self.core.bind()
+    pub(crate) fn bind(&self, coop: CoopId) -> Result<Arc<EventQueue>, BindError> {
+        self.core.bind(&self.params, coop)
     }
 
     pub(crate) fn unbind(&self, q: &Arc<EventQueue>) {
@@ -95,11 +132,33 @@ impl DispatcherHandle {
         Self { core }
     }
 
-    /// A binder for agents of this dispatcher.
+    /// A binder for agents of this dispatcher, with its default binding parameters.
     pub fn binder(&self) -> Binder {
         Binder {
             core: self.core.clone(),
+            params: BindParams::Default,
         }
+    }
+
+    /// A binder with pool parameters (fifo, `max_demands_at_once`); for `thread_pool` and
+    /// `work_stealing` (other dispatchers ignore them).
+    ///
+    /// ```
+    /// use cohort::dispatcher::{Fifo, PoolBindParams};
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let pool = cohort::ThreadPoolBuilder::new().threads(2).build(&env).unwrap();
+    /// let binder = pool
+    ///     .pool_binder(PoolBindParams::new().fifo(Fifo::Individual).max_demands_at_once(100))
+    ///     .unwrap();
+    /// assert!(pool.pool_binder(PoolBindParams::new().max_demands_at_once(0)).is_err());
+    /// # drop(binder);
+    /// ```
+    pub fn pool_binder(&self, params: PoolBindParams) -> Result<Binder, crate::DispatcherError> {
+        params.validate(self.core.name())?;
+        Ok(Binder {
+            core: self.core.clone(),
+            params: params.into_bind_params(),
+        })
     }
 
     /// The dispatcher's name.

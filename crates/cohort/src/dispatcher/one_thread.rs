@@ -98,9 +98,13 @@ impl DispatcherCore for OneThread {
         &self.name
     }
 
-    fn bind(&self) -> Result<Arc<EventQueue>, BindError> {
+    fn bind(
+        &self,
+        _: &super::BindParams,
+        _: crate::coop::CoopId,
+    ) -> Result<Arc<EventQueue>, BindError> {
         if self.bound.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
-            self.unbind(&self.queue);
+            DispatcherCore::unbind(self, &self.queue);
             return Err(BindError::DispatcherShutDown {
                 name: self.name.clone(),
             });

@@ -71,13 +71,18 @@ pub(crate) fn run_with<T: QueueItem>(
 
 /// Spins until the queue has remote work or is closed, for at most `spin`.
 fn spin_for_work<T: QueueItem>(queue: &EventQueue<T>, spin: Duration) -> bool {
+    spin_until(|| queue.has_remote() || queue.is_closed(), spin)
+}
+
+/// Spins until `ready()` holds, for at most `spin`; returns whether it did.
+pub(crate) fn spin_until(ready: impl Fn() -> bool, spin: Duration) -> bool {
     if spin.is_zero() {
-        return false;
+        return ready();
     }
     let deadline = Instant::now() + spin;
     loop {
         for _ in 0..64 {
-            if queue.has_remote() || queue.is_closed() {
+            if ready() {
                 return true;
             }
             std::hint::spin_loop();

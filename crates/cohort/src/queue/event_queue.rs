@@ -52,7 +52,6 @@ pub(crate) trait Schedule<T: QueueItem>: Send + Sync {
 }
 
 /// Who runs the queue, and so how a sender makes it run.
-#[allow(dead_code)] // `Pool` is wired by the pool dispatchers, which land next.
 enum Notifier<T: QueueItem> {
     /// A dedicated worker thread, woken from its park.
     Thread(Wakeup),
@@ -66,7 +65,6 @@ enum Notifier<T: QueueItem> {
 /// Pool queue states.
 const IDLE: u8 = 0;
 const SCHEDULED: u8 = 1;
-#[allow(dead_code)]
 const IN_TURN: u8 = 2;
 
 /// The demand queue of one or more agents.
@@ -79,7 +77,6 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     notifier: Notifier<T>,
     /// How many demands a pool worker runs from this queue before it moves on
     /// (`max_demands_at_once`); unused by a dedicated worker thread.
-    #[allow(dead_code)]
     max_batch: usize,
     closed: AtomicBool,
     /// Set by the worker when it has exited: nothing will run this queue again.
@@ -99,7 +96,6 @@ impl<T: QueueItem> EventQueue<T> {
         Self::with_notifier(Notifier::Thread(Wakeup::new()), usize::MAX)
     }
 
-    #[allow(dead_code)] // wired by the pool dispatchers
     /// A queue run by the workers of a pool, `max_batch` demands per turn.
     pub(crate) fn pooled(scheduler: Arc<dyn Schedule<T>>, max_batch: usize) -> Self {
         Self::with_notifier(
@@ -169,7 +165,6 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 
-    #[allow(dead_code)]
     /// A new strong reference to this queue (every queue lives in an `Arc`).
     fn arc(&self) -> Arc<Self> {
         let p: *const Self = self;
@@ -181,13 +176,11 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 
-    #[allow(dead_code)] // wired by the pool dispatchers
     /// How many demands a pool worker runs per turn.
     pub(crate) fn max_batch(&self) -> usize {
         self.max_batch
     }
 
-    #[allow(dead_code)] // wired by the pool dispatchers
     /// A pool worker takes the queue it got from the run queue.
     pub(crate) fn begin_turn(&self) {
         if let Notifier::Pool { state, .. } = &self.notifier {
@@ -195,7 +188,6 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 
-    #[allow(dead_code)] // wired by the pool dispatchers
     /// A pool worker is done with its turn: returns true if the queue has more work and this
     /// caller must schedule it again (it won the race to do so).
     ///

@@ -3,5 +3,4 @@
 mod event_queue;
 pub(crate) mod wakeup;
 
-#[allow(unused_imports)]
 pub(crate) use event_queue::{EventQueue, QueueItem, RunningGuard, Schedule};

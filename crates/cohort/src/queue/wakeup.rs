@@ -48,6 +48,17 @@ impl Wakeup {
         }
     }
 
+    /// As [`Wakeup::notify`] without its fence, for a caller that fenced already (a pool
+    /// checking several workers after one fence). Returns true if the worker was asleep.
+    #[inline]
+    pub(crate) fn notify_fenced(&self) -> bool {
+        if self.sleeping.load(Relaxed) && self.sleeping.swap(false, SeqCst) {
+            self.unpark();
+            return true;
+        }
+        false
+    }
+
     /// Wakes the worker unconditionally (shutdown, close).
     pub(crate) fn force(&self) {
         self.sleeping.store(false, SeqCst);

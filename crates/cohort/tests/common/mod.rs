@@ -269,3 +269,12 @@ impl Agent for Blocker {
 /// An agent with no handler at all (a valid mailbox that accepts nothing).
 pub struct Idle;
 impl Agent for Idle {}
+
+/// Waits (yielding) until `cond` holds: for state that becomes true right after an event the
+/// test already observed (e.g. the cooperation count drops just after an agent's value is
+/// dropped). Runs inside a watchdog, which bounds it.
+pub fn wait_until(cond: impl Fn() -> bool) {
+    while !cond() {
+        std::thread::yield_now();
+    }
+}

@@ -1,0 +1,379 @@
+//! The pool behind `thread_pool` and `work_stealing`: N worker threads running many queues.
+//!
+//! A queue bound to a pool is *scheduled* when it goes from idle to having work
+//! ([`EventQueue::push_remote`] does it, once per idle period); a worker takes a scheduled
+//! queue, runs up to its `max_demands_at_once` demands (a *turn*), then schedules it again if
+//! it still has work. One queue is in at most one place at a time (run queue, slot, or a
+//! worker's turn), so one agent's handlers never run on two threads at once.
+//!
+//! The two policies differ only in where scheduled queues wait:
+//! - **Fifo** (`thread_pool`): one shared lock-free FIFO (`crossbeam_deque::Injector`). No lock
+//!   that every send and every worker contend on: the seed's list-of-non-empty-queues lock is
+//!   exactly what collapses SObjectizer's individual fifo at `max_demands_at_once` = 4.
+//! - **Stealing** (`work_stealing`): a queue woken by a send from a worker goes to that
+//!   worker's LIFO slot and runs next there (the message's data is hot in its cache); a queue
+//!   with work left after its turn goes to the back of the same worker's own deque (soft
+//!   affinity); sends from outside the pool go to the shared injector; an idle worker takes
+//!   from the injector, then steals the oldest queue of another worker. The LIFO slot is taken
+//!   at most [`defaults::LIFO_STREAK`] times in a row, so it cannot starve the worker's deque.
+//!
+//! Idle workers spin for `worker_spin`, then park; scheduling wakes one parked worker when it
+//! puts work where others can take it (Dekker with each worker's [`Wakeup`]).
+
+use super::worker::spin_until;
+use super::{BindParams, DispatcherCore, Fifo};
+use crate::coop::CoopId;
+use crate::defaults;
+use crate::demand::Demand;
+use crate::error::BindError;
+use crate::queue::wakeup::Wakeup;
+use crate::queue::{EventQueue, RunningGuard, Schedule};
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Where scheduled queues wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Policy {
+    /// One shared FIFO run queue (`thread_pool`).
+    Fifo,
+    /// Per-worker deques, a LIFO slot, stealing (`work_stealing`).
+    Stealing,
+}
+
+/// The `shut` flag in the bound-agents word.
+const SHUT: usize = 1 << (usize::BITS - 1);
+
+type QueueRef = Arc<EventQueue>;
+
+/// One pool: its workers' shared state.
+pub(crate) struct Pool {
+    name: String,
+    policy: Policy,
+    /// The fifo a binder uses when its parameters do not say.
+    default_fifo: Fifo,
+    spin: Duration,
+    injector: Injector<QueueRef>,
+    stealers: Box<[Stealer<QueueRef>]>,
+    wakeups: Box<[Wakeup]>,
+    /// Bound agents, with [`SHUT`] once the pool is shut down.
+    bound: AtomicUsize,
+    /// Cooperation-fifo queues: one per cooperation, shared by its agents.
+    coop_queues: Mutex<CoopQueues>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    me: Weak<Pool>,
+}
+
+#[derive(Default)]
+struct CoopQueues {
+    by_coop: HashMap<CoopId, (QueueRef, usize)>,
+    coop_of: HashMap<usize, CoopId>,
+}
+
+/// A pool worker's own state, reachable from its thread while it runs.
+struct WorkerCtx {
+    pool: *const Pool,
+    index: usize,
+    local: Worker<QueueRef>,
+    lifo: Cell<Option<QueueRef>>,
+}
+
+thread_local! {
+    static CURRENT_WORKER: Cell<*const WorkerCtx> = const { Cell::new(std::ptr::null()) };
+}
+
+impl Pool {
+    /// Creates the pool and starts its `threads` workers.
+    pub(crate) fn start(
+        name: String,
+        policy: Policy,
+        default_fifo: Fifo,
+        threads: usize,
+        spin: Duration,
+    ) -> std::io::Result<Arc<Pool>> {
+        let locals: Vec<Worker<QueueRef>> = (0..threads).map(|_| Worker::new_fifo()).collect();
+        let stealers = locals.iter().map(Worker::stealer).collect();
+        let pool = Arc::new_cyclic(|me| Pool {
+            name,
+            policy,
+            default_fifo,
+            spin,
+            injector: Injector::new(),
+            stealers,
+            wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
+            bound: AtomicUsize::new(0),
+            coop_queues: Mutex::new(CoopQueues::default()),
+            threads: Mutex::new(Vec::new()),
+            me: me.clone(),
+        });
+        let mut handles = Vec::with_capacity(threads);
+        for (index, local) in locals.into_iter().enumerate() {
+            let p = pool.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("cohort-{}-{index}", pool.name))
+                .spawn(move || p.run_worker(index, local));
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    pool.bound.fetch_or(SHUT, Ordering::AcqRel);
+                    pool.wake_all();
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        *pool.threads.lock().unwrap_or_else(|e| e.into_inner()) = handles;
+        Ok(pool)
+    }
+
+    fn scheduler(&self) -> Arc<dyn Schedule<Demand>> {
+        self.me.upgrade().expect("a pool outlives its binders")
+    }
+
+    fn new_queue(&self, max_batch: usize) -> QueueRef {
+        Arc::new(EventQueue::pooled(self.scheduler(), max_batch))
+    }
+
+    /// The worker context of the current thread, if it is one of this pool's workers.
+    #[inline]
+    fn current_worker(&self) -> Option<&WorkerCtx> {
+        let w = CURRENT_WORKER.with(Cell::get);
+        // SAFETY: a non-null pointer was set by `run_worker` on this thread and points to its
+        // context, which lives until `run_worker` returns (it resets the pointer first).
+        let w = unsafe { w.as_ref()? };
+        std::ptr::eq(w.pool, self).then_some(w)
+    }
+
+    /// Wakes one parked worker, if any.
+    fn wake_one(&self) {
+        fence(Ordering::SeqCst);
+        for w in self.wakeups.iter() {
+            if w.notify_fenced() {
+                return;
+            }
+        }
+    }
+
+    fn wake_all(&self) {
+        for w in self.wakeups.iter() {
+            w.force();
+        }
+    }
+
+    /// Shut down, every agent gone: workers may exit once nothing is left to run.
+    fn is_done(&self) -> bool {
+        self.bound.load(Ordering::Acquire) == SHUT
+    }
+
+    /// Whether worker `index` could find a queue to run.
+    fn has_work(&self, ctx: &WorkerCtx) -> bool {
+        !self.injector.is_empty()
+            || !ctx.local.is_empty()
+            || self
+                .stealers
+                .iter()
+                .enumerate()
+                .any(|(i, s)| i != ctx.index && !s.is_empty())
+    }
+
+    /// The next queue for a worker to run.
+    fn next_queue(&self, ctx: &WorkerCtx, lifo_streak: &mut usize) -> Option<QueueRef> {
+        if self.policy == Policy::Fifo {
+            return loop {
+                match self.injector.steal() {
+                    Steal::Success(q) => break Some(q),
+                    Steal::Retry => continue,
+                    Steal::Empty => break None,
+                }
+            };
+        }
+        if *lifo_streak < defaults::LIFO_STREAK
+            && let Some(q) = ctx.lifo.take()
+        {
+            *lifo_streak += 1;
+            return Some(q);
+        }
+        *lifo_streak = 0;
+        if let Some(q) = ctx.local.pop().or_else(|| ctx.lifo.take()) {
+            return Some(q);
+        }
+        loop {
+            match self.injector.steal_batch_and_pop(&ctx.local) {
+                Steal::Success(q) => return Some(q),
+                Steal::Retry => continue,
+                Steal::Empty => break,
+            }
+        }
+        let n = self.stealers.len();
+        for k in 1..n {
+            let s = &self.stealers[(ctx.index + k) % n];
+            loop {
+                match s.steal() {
+                    Steal::Success(q) => return Some(q),
+                    Steal::Retry => continue,
+                    Steal::Empty => break,
+                }
+            }
+        }
+        None
+    }
+
+    fn run_worker(self: Arc<Self>, index: usize, local: Worker<QueueRef>) {
+        self.wakeups[index].register_current();
+        let ctx = WorkerCtx {
+            pool: Arc::as_ptr(&self),
+            index,
+            local,
+            lifo: Cell::new(None),
+        };
+        CURRENT_WORKER.with(|c| c.set(&ctx));
+        let mut lifo_streak = 0;
+        loop {
+            if let Some(q) = self.next_queue(&ctx, &mut lifo_streak) {
+                self.run_turn(&ctx, q);
+                continue;
+            }
+            if self.is_done() {
+                break;
+            }
+            if spin_until(|| self.has_work(&ctx) || self.is_done(), self.spin) {
+                continue;
+            }
+            self.wakeups[index].sleep(|| self.has_work(&ctx) || self.is_done());
+        }
+        CURRENT_WORKER.with(|c| c.set(std::ptr::null()));
+    }
+
+    /// Runs up to `max_demands_at_once` demands of `q`, then schedules it again if it has
+    /// more (on this worker's own deque under work stealing: soft affinity).
+    fn run_turn(&self, ctx: &WorkerCtx, q: QueueRef) {
+        q.begin_turn();
+        {
+            // SAFETY: the queue came out of a run queue, where it was put by whoever won its
+            // IDLE -> SCHEDULED transition; nobody else runs it until this turn ends.
+            let _running = unsafe { RunningGuard::enter(&*q) };
+            // SAFETY: this thread runs `q` (guard above).
+            unsafe { q.drain_remote(defaults::REMOTE_BATCH) };
+            for _ in 0..q.max_batch() {
+                // SAFETY: as above.
+                match unsafe { q.pop_local() } {
+                    Some(d) => d.run(&q),
+                    None => break,
+                }
+            }
+        }
+        // SAFETY: the turn is over and the guard dropped.
+        if unsafe { q.finish_turn() } {
+            match self.policy {
+                Policy::Stealing => ctx.local.push(q),
+                Policy::Fifo => self.injector.push(q),
+            }
+            self.wake_one();
+        }
+    }
+
+    fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<QueueRef, BindError> {
+        let (fifo, max_batch) = match params {
+            BindParams::Pool {
+                fifo,
+                max_demands_at_once,
+            } => (fifo.unwrap_or(self.default_fifo), *max_demands_at_once),
+            _ => (self.default_fifo, defaults::MAX_DEMANDS_AT_ONCE),
+        };
+        Ok(match fifo {
+            Fifo::Individual => self.new_queue(max_batch),
+            Fifo::Cooperation => {
+                let mut cq = self.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some((q, n)) = cq.by_coop.get_mut(&coop) {
+                    *n += 1;
+                    q.clone()
+                } else {
+                    let q = self.new_queue(max_batch);
+                    cq.coop_of.insert(Arc::as_ptr(&q) as usize, coop);
+                    cq.by_coop.insert(coop, (q.clone(), 1));
+                    q
+                }
+            }
+        })
+    }
+}
+
+impl Schedule<Demand> for Pool {
+    fn schedule(&self, q: QueueRef) {
+        if self.policy == Policy::Stealing
+            && let Some(w) = self.current_worker()
+        {
+            // Runs next on this worker: the sender's data is hot in its cache.
+            if let Some(prev) = w.lifo.replace(Some(q)) {
+                w.local.push(prev);
+                self.wake_one();
+            }
+            return;
+        }
+        self.injector.push(q);
+        self.wake_one();
+    }
+}
+
+/// The `DispatcherCore` face of a pool.
+pub(crate) struct PoolCore(pub(crate) Arc<Pool>);
+
+impl DispatcherCore for PoolCore {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueRef, BindError> {
+        let pool = &self.0;
+        if pool.bound.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
+            pool.bound.fetch_sub(1, Ordering::AcqRel);
+            return Err(BindError::DispatcherShutDown {
+                name: pool.name.clone(),
+            });
+        }
+        pool.bind_queue(params, coop)
+    }
+
+    fn unbind(&self, queue: &QueueRef) {
+        let pool = &self.0;
+        {
+            let mut cq = pool.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
+            let key = Arc::as_ptr(queue) as usize;
+            if let Some(coop) = cq.coop_of.get(&key).copied()
+                && let Some((_, n)) = cq.by_coop.get_mut(&coop)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    cq.by_coop.remove(&coop);
+                    cq.coop_of.remove(&key);
+                }
+            }
+        }
+        if pool.bound.fetch_sub(1, Ordering::AcqRel) == SHUT | 1 {
+            pool.wake_all();
+        }
+    }
+
+    fn shutdown(&self) {
+        if self.0.bound.fetch_or(SHUT, Ordering::AcqRel) == 0 {
+            self.0.wake_all();
+        }
+    }
+
+    fn join(&self) {
+        let threads =
+            std::mem::take(&mut *self.0.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let me = std::thread::current().id();
+        for t in threads {
+            if t.thread().id() != me && t.join().is_err() {
+                tracing::error!(dispatcher = %self.0.name, "worker thread panicked");
+            }
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! Builders of the pool dispatchers (`thread_pool`, `work_stealing`) and their binding
+//! parameters. Every default is documented where it is set.
+
+use super::pool::{Policy, Pool, PoolCore};
+use super::{BindParams, DispatcherHandle, Fifo};
+use crate::defaults;
+use crate::env::Environment;
+use crate::error::DispatcherError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Per-binding parameters of a pool dispatcher (SObjectizer's `bind_params_t`).
+///
+/// ```
+/// use cohort::dispatcher::{Fifo, PoolBindParams};
+/// let p = PoolBindParams::new()          // fifo: the dispatcher's default
+///     .fifo(Fifo::Individual)            // one queue per agent
+///     .max_demands_at_once(100);         // default: defaults::MAX_DEMANDS_AT_ONCE (4)
+/// # let _ = p;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct PoolBindParams {
+    fifo: Option<Fifo>,
+    max_demands_at_once: Option<usize>,
+}
+
+impl PoolBindParams {
+    /// The dispatcher's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One queue per cooperation or per agent. Default: the dispatcher's
+    /// ([`Fifo::Cooperation`] for `thread_pool`, [`Fifo::Individual`] for `work_stealing`).
+    pub fn fifo(mut self, fifo: Fifo) -> Self {
+        self.fifo = Some(fifo);
+        self
+    }
+
+    /// How many demands a worker runs from one queue before it moves on (at least 1).
+    /// Default: [`defaults::MAX_DEMANDS_AT_ONCE`].
+    pub fn max_demands_at_once(mut self, n: usize) -> Self {
+        self.max_demands_at_once = Some(n);
+        self
+    }
+
+    pub(crate) fn validate(&self, dispatcher: &str) -> Result<(), DispatcherError> {
+        if self.max_demands_at_once == Some(0) {
+            return Err(DispatcherError::invalid(
+                dispatcher,
+                "max_demands_at_once",
+                "must be at least 1 (4 is the default; 100 and more favour dense self-sends)",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn into_bind_params(self) -> BindParams {
+        match (self.fifo, self.max_demands_at_once) {
+            (None, None) => BindParams::Default,
+            (fifo, n) => BindParams::Pool {
+                fifo,
+                max_demands_at_once: n.unwrap_or(defaults::MAX_DEMANDS_AT_ONCE),
+            },
+        }
+    }
+}
+
+/// The parameters shared by both pool builders.
+#[derive(Debug, Clone)]
+struct PoolParams {
+    name: String,
+    threads: usize,
+    worker_spin: Duration,
+}
+
+impl PoolParams {
+    fn build(
+        self,
+        env: &Environment,
+        policy: Policy,
+        fifo: Fifo,
+    ) -> Result<DispatcherHandle, DispatcherError> {
+        if self.threads == 0 {
+            return Err(DispatcherError::invalid(
+                &self.name,
+                "threads",
+                "must be at least 1 (the default is the machine's available parallelism)",
+            ));
+        }
+        let pool = Pool::start(
+            self.name.clone(),
+            policy,
+            fifo,
+            self.threads,
+            self.worker_spin,
+        )
+        .map_err(|source| DispatcherError::Spawn {
+            name: self.name.clone(),
+            source,
+        })?;
+        let core = Arc::new(PoolCore(pool));
+        env.shared().add_dispatcher(core.clone())?;
+        Ok(DispatcherHandle::new(core))
+    }
+}
+
+macro_rules! pool_builder_setters {
+    () => {
+        /// The dispatcher's name (its threads are `cohort-<name>-<i>`).
+        pub fn name(mut self, name: impl Into<String>) -> Self {
+            self.params.name = name.into();
+            self
+        }
+
+        /// Number of worker threads (at least 1). Default: [`defaults::pool_threads`], the
+        /// machine's available parallelism.
+        pub fn threads(mut self, n: usize) -> Self {
+            self.params.threads = n;
+            self
+        }
+
+        /// How long an idle worker spins before parking. Default: [`defaults::WORKER_SPIN`].
+        pub fn worker_spin(mut self, spin: Duration) -> Self {
+            self.params.worker_spin = spin;
+            self
+        }
+    };
+}
+
+/// Builds a `thread_pool` dispatcher: N workers taking scheduled queues from one shared FIFO
+/// run queue. Default binding: [`Fifo::Cooperation`], [`defaults::MAX_DEMANDS_AT_ONCE`].
+///
+/// ```
+/// use cohort::dispatcher::{Fifo, PoolBindParams};
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let pool = cohort::ThreadPoolBuilder::new().name("workers").threads(2).build(&env).unwrap();
+/// let mut coop = env.new_coop();
+/// coop.set_binder(pool.pool_binder(PoolBindParams::new().fifo(Fifo::Individual)).unwrap());
+/// assert!(cohort::ThreadPoolBuilder::new().threads(0).build(&env).is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct ThreadPoolBuilder {
+    params: PoolParams,
+}
+
+impl Default for ThreadPoolBuilder {
+    fn default() -> Self {
+        Self {
+            params: PoolParams {
+                name: "thread_pool".into(),
+                threads: defaults::pool_threads(),
+                worker_spin: defaults::WORKER_SPIN,
+            },
+        }
+    }
+}
+
+impl ThreadPoolBuilder {
+    /// Default parameters (name `"thread_pool"`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pool_builder_setters!();
+
+    /// Starts the workers and registers the dispatcher with `env`.
+    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+        self.params.build(env, Policy::Fifo, Fifo::Cooperation)
+    }
+}
+
+/// Builds a `work_stealing` dispatcher: N workers with their own run queues. An agent woken by
+/// a send from a worker runs next on that worker (a LIFO slot, taken at most
+/// [`defaults::LIFO_STREAK`] times in a row), stays there while it has work, and is stolen,
+/// oldest first, only by an idle worker. Default binding: [`Fifo::Individual`],
+/// [`defaults::MAX_DEMANDS_AT_ONCE`].
+///
+/// ```
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let ws = cohort::WorkStealingBuilder::new().threads(2).build(&env).unwrap();
+/// let mut coop = env.new_coop();
+/// coop.set_binder(ws.binder());
+/// ```
+#[derive(Debug, Clone)]
+pub struct WorkStealingBuilder {
+    params: PoolParams,
+}
+
+impl Default for WorkStealingBuilder {
+    fn default() -> Self {
+        Self {
+            params: PoolParams {
+                name: "work_stealing".into(),
+                threads: defaults::pool_threads(),
+                worker_spin: defaults::WORKER_SPIN,
+            },
+        }
+    }
+}
+
+impl WorkStealingBuilder {
+    /// Default parameters (name `"work_stealing"`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pool_builder_setters!();
+
+    /// Starts the workers and registers the dispatcher with `env`.
+    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+        self.params.build(env, Policy::Stealing, Fifo::Individual)
+    }
+}
