@@ -156,6 +156,7 @@ impl EnvironmentBuilder {
             dead_letter_hook: self.dead_letter_hook,
             panics: AtomicU64::new(0),
             worker_spin: self.worker_spin,
+            group_names: Mutex::new(std::collections::HashMap::new()),
         });
         *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Arc::new(CoopInner::root(shared.clone())));
@@ -195,9 +196,31 @@ pub(crate) struct EnvShared {
     dead_letter_hook: Option<DeadLetterHook>,
     panics: AtomicU64,
     pub(crate) worker_spin: Duration,
+    /// `active_group` group names in use: name -> (dispatcher id, dispatcher name).
+    group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
 }
 
 impl EnvShared {
+    /// Claims `group` for dispatcher `id`; the owner's name if another dispatcher has it.
+    pub(crate) fn claim_group(&self, group: &str, id: usize, name: &str) -> Result<(), String> {
+        let mut names = self.group_names.lock().unwrap_or_else(|e| e.into_inner());
+        match names.get(group) {
+            Some((owner, owner_name)) if *owner != id => Err(owner_name.clone()),
+            _ => {
+                names.insert(group.to_string(), (id, name.to_string()));
+                Ok(())
+            }
+        }
+    }
+
+    /// Releases `group` if dispatcher `id` holds it.
+    pub(crate) fn release_group(&self, group: &str, id: usize) {
+        let mut names = self.group_names.lock().unwrap_or_else(|e| e.into_inner());
+        if names.get(group).is_some_and(|(owner, _)| *owner == id) {
+            names.remove(group);
+        }
+    }
+
     /// The root cooperation; `None` once the environment has stopped and been joined.
     pub(crate) fn root(&self) -> Option<Arc<CoopInner>> {
         self.root.lock().unwrap_or_else(|e| e.into_inner()).clone()

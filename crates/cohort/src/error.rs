@@ -24,6 +24,16 @@ pub enum BindError {
         /// The dispatcher's name.
         name: String,
     },
+    /// The group name belongs to another `active_group` dispatcher of the environment.
+    #[error(
+        "group `{group}` already belongs to active_group dispatcher `{owner}`: use another group name or that dispatcher"
+    )]
+    GroupTaken {
+        /// The group name.
+        group: String,
+        /// The dispatcher that owns it.
+        owner: String,
+    },
     /// The dispatcher could not start a worker thread.
     #[error("dispatcher `{name}` could not start a worker thread: {source}")]
     Spawn {

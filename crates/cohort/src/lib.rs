@@ -73,8 +73,8 @@ pub use coop::{
 };
 pub use dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use dispatcher::{
-    ActiveObjBuilder, Binder, DispatcherHandle, OneThreadBuilder, ThreadPoolBuilder,
-    WorkStealingBuilder,
+    ActiveGroupBuilder, ActiveObjBuilder, Binder, DispatcherHandle, OneThreadBuilder,
+    ThreadPoolBuilder, WorkStealingBuilder,
 };
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use error::{BindError, DispatcherError, LaunchError, RegisterError, SubscribeError};

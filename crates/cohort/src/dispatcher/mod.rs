@@ -11,16 +11,19 @@
 //! Dispatchers here:
 //! - [`one_thread`](OneThreadBuilder): one worker thread for all its agents (the default).
 //! - [`active_obj`](ActiveObjBuilder): a worker thread per agent.
+//! - [`active_group`](ActiveGroupBuilder): a worker thread per named group of agents.
 //! - [`thread_pool`](ThreadPoolBuilder): N workers sharing one FIFO run queue.
 //! - [`work_stealing`](WorkStealingBuilder): N workers with their own run queues, a LIFO
 //!   slot for the agent a send just woke, and stealing by idle workers.
 
+mod active_group;
 mod active_obj;
 mod one_thread;
 pub(crate) mod pool;
 mod pool_builders;
 pub(crate) mod worker;
 
+pub use active_group::ActiveGroupBuilder;
 pub use active_obj::ActiveObjBuilder;
 pub use one_thread::OneThreadBuilder;
 pub use pool_builders::{PoolBindParams, ThreadPoolBuilder, WorkStealingBuilder};
@@ -48,6 +51,8 @@ pub(crate) enum BindParams {
     /// The dispatcher's defaults.
     #[default]
     Default,
+    /// An `active_group` binding: the group's name.
+    Group(Arc<str>),
     /// A pool binding (`fifo: None`: the pool's default fifo).
     Pool {
         fifo: Option<Fifo>,
@@ -137,6 +142,15 @@ impl DispatcherHandle {
         Binder {
             core: self.core.clone(),
             params: BindParams::Default,
+        }
+    }
+
+    /// A binder to the named group of an `active_group` dispatcher: agents bound to one
+    /// group share its thread. (Other dispatchers ignore the group.)
+    pub fn group_binder(&self, group: &str) -> Binder {
+        Binder {
+            core: self.core.clone(),
+            params: BindParams::Group(Arc::from(group)),
         }
     }
 

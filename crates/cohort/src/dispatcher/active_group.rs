@@ -1,0 +1,196 @@
+//! `active_group`: a worker thread per named group; agents bound to one group share it.
+//!
+//! A group's thread starts when its first agent is bound and ends when its last agent is
+//! unbound (its cooperation is gone), as in SObjectizer. A group name belongs to one
+//! `active_group` dispatcher of the environment at a time: binding the same name on another
+//! one is refused, so two threads never pretend to be one group.
+
+use super::{BindParams, DispatcherCore, DispatcherHandle, worker};
+use crate::coop::CoopId;
+use crate::defaults;
+use crate::env::{EnvShared, Environment};
+use crate::error::{BindError, DispatcherError};
+use crate::queue::EventQueue;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Builds an `active_group` dispatcher. Bind agents with
+/// [`DispatcherHandle::group_binder`]; the plain [`DispatcherHandle::binder`] binds to a group
+/// named after the dispatcher.
+///
+/// ```
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let groups = cohort::ActiveGroupBuilder::new().name("io").build(&env).unwrap();
+/// let mut coop = env.new_coop();
+/// coop.set_binder(groups.group_binder("network")); // every agent of `coop` on one thread
+/// ```
+#[derive(Debug, Clone)]
+pub struct ActiveGroupBuilder {
+    name: String,
+    worker_spin: Duration,
+}
+
+impl Default for ActiveGroupBuilder {
+    fn default() -> Self {
+        Self {
+            name: "active_group".into(),
+            worker_spin: defaults::WORKER_SPIN,
+        }
+    }
+}
+
+impl ActiveGroupBuilder {
+    /// Default parameters.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The dispatcher's name. Default: `"active_group"`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How long an idle group thread spins before parking. Default: [`defaults::WORKER_SPIN`].
+    pub fn worker_spin(mut self, spin: Duration) -> Self {
+        self.worker_spin = spin;
+        self
+    }
+
+    /// Creates the dispatcher and registers it with `env`.
+    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+        let core = Arc::new(ActiveGroup {
+            name: self.name,
+            spin: self.worker_spin,
+            env: Arc::downgrade(env.shared()),
+            state: Mutex::new(State::default()),
+        });
+        env.shared().add_dispatcher(core.clone())?;
+        Ok(DispatcherHandle::new(core))
+    }
+}
+
+struct Group {
+    queue: Arc<EventQueue>,
+    agents: usize,
+}
+
+#[derive(Default)]
+struct State {
+    shut: bool,
+    groups: HashMap<Arc<str>, Group>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+struct ActiveGroup {
+    name: String,
+    spin: Duration,
+    env: Weak<EnvShared>,
+    state: Mutex<State>,
+}
+
+impl ActiveGroup {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This dispatcher's identity in the environment's group-name registry.
+    fn id(&self) -> usize {
+        self as *const Self as usize
+    }
+}
+
+impl DispatcherCore for ActiveGroup {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn bind(&self, params: &BindParams, _: CoopId) -> Result<Arc<EventQueue>, BindError> {
+        let group: Arc<str> = match params {
+            BindParams::Group(g) => g.clone(),
+            _ => Arc::from(self.name.as_str()),
+        };
+        let mut st = self.state();
+        if st.shut {
+            return Err(BindError::DispatcherShutDown {
+                name: self.name.clone(),
+            });
+        }
+        if let Some(g) = st.groups.get_mut(&group) {
+            g.agents += 1;
+            return Ok(g.queue.clone());
+        }
+        if let Some(env) = self.env.upgrade()
+            && let Err(owner) = env.claim_group(&group, self.id(), &self.name)
+        {
+            return Err(BindError::GroupTaken {
+                group: group.to_string(),
+                owner,
+            });
+        }
+        st.threads.retain(|t| !t.is_finished());
+        let queue = Arc::new(EventQueue::new());
+        let thread = worker::spawn(
+            format!("cohort-{}-{group}", self.name),
+            queue.clone(),
+            self.spin,
+        );
+        match thread {
+            Ok(t) => st.threads.push(t),
+            Err(source) => {
+                if let Some(env) = self.env.upgrade() {
+                    env.release_group(&group, self.id());
+                }
+                return Err(BindError::Spawn {
+                    name: self.name.clone(),
+                    source,
+                });
+            }
+        }
+        st.groups.insert(
+            group,
+            Group {
+                queue: queue.clone(),
+                agents: 1,
+            },
+        );
+        Ok(queue)
+    }
+
+    fn unbind(&self, queue: &Arc<EventQueue>) {
+        let mut st = self.state();
+        let Some(name) = st
+            .groups
+            .iter()
+            .find(|(_, g)| Arc::ptr_eq(&g.queue, queue))
+            .map(|(n, _)| n.clone())
+        else {
+            return;
+        };
+        let g = st.groups.get_mut(&name).expect("found just above");
+        g.agents -= 1;
+        if g.agents == 0 {
+            g.queue.close();
+            st.groups.remove(&name);
+            if let Some(env) = self.env.upgrade() {
+                env.release_group(&name, self.id());
+            }
+        }
+    }
+
+    fn shutdown(&self) {
+        self.state().shut = true;
+    }
+
+    fn join(&self) {
+        let threads = std::mem::take(&mut self.state().threads);
+        let me = std::thread::current().id();
+        for t in threads {
+            if t.thread().id() != me && t.join().is_err() {
+                tracing::error!(dispatcher = %self.name, "worker thread panicked");
+            }
+        }
+    }
+}
