@@ -467,6 +467,7 @@ impl Coop {
             parent.pending.fetch_add(1, Ordering::AcqRel);
             coop.lock_state().status = CoopStatus::Registered;
             shared.coop_registered();
+            shared.agents_added(coop.agents.len());
             for cell in coop.agents.iter() {
                 cell.header.set_status(ACTIVE);
             }
@@ -799,6 +800,7 @@ impl CoopInner {
         self.unbind_all();
         // Uncounted first, so whoever sees it gone (or notified) sees the count without it.
         if self.parent.is_some() {
+            self.env.agents_removed(self.agents.len());
             self.env.coop_gone();
         }
         let reason = {

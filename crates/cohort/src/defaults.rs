@@ -34,3 +34,6 @@ pub const LIFO_STREAK: usize = 16;
 pub fn pool_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
+
+/// How often run-time statistics are taken and sent, once turned on.
+pub const STATS_PERIOD: Duration = Duration::from_secs(1);

@@ -13,6 +13,7 @@ use crate::defaults;
 use crate::dispatcher::{Binder, DispatcherCore, DispatcherHandle, OneThreadBuilder};
 use crate::error::{DispatcherError, LaunchError, RegisterError};
 use crate::panic::PanicReaction;
+use crate::stats::{RuntimeStats, StatsConfig, StatsSwitch};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -157,6 +158,9 @@ impl EnvironmentBuilder {
             panics: AtomicU64::new(0),
             worker_spin: self.worker_spin,
             group_names: Mutex::new(std::collections::HashMap::new()),
+            agents: AtomicUsize::new(0),
+            stats_on: Arc::new(AtomicBool::new(false)),
+            stats_thread: Mutex::new(None),
         });
         *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Arc::new(CoopInner::root(shared.clone())));
@@ -196,11 +200,72 @@ pub(crate) struct EnvShared {
     dead_letter_hook: Option<DeadLetterHook>,
     panics: AtomicU64,
     pub(crate) worker_spin: Duration,
+    /// Agents of registered cooperations.
+    agents: AtomicUsize,
+    /// Whether workers keep statistics.
+    stats_on: StatsSwitch,
+    /// The thread that distributes statistics, while on.
+    stats_thread: Mutex<Option<StatsThread>>,
     /// `active_group` group names in use: name -> (dispatcher id, dispatcher name).
     group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
 }
 
+/// The `cohort-stats` thread and its stop flag.
+struct StatsThread {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
 impl EnvShared {
+    pub(crate) fn stats_switch(&self) -> StatsSwitch {
+        self.stats_on.clone()
+    }
+
+    pub(crate) fn agents_added(&self, n: usize) {
+        self.agents.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn agents_removed(&self, n: usize) {
+        self.agents.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// A snapshot of the statistics.
+    fn stats(&self) -> RuntimeStats {
+        let dispatchers = self
+            .dispatchers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|d| d.stats())
+            .collect();
+        RuntimeStats {
+            coops: self.coops.load(Ordering::Relaxed),
+            agents: self.agents.load(Ordering::Relaxed),
+            named_mailboxes: 0,
+            timers: 0,
+            dead_letters: self.dead_letters.load(Ordering::Relaxed),
+            panics: self.panics.load(Ordering::Relaxed),
+            dispatchers,
+        }
+    }
+
+    /// Stops the statistics thread, if any; joins it unless called from it.
+    fn stop_stats(&self) {
+        let t = self
+            .stats_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        self.stats_on.store(false, Ordering::Relaxed);
+        if let Some(t) = t {
+            t.stop.store(true, Ordering::Release);
+            t.handle.thread().unpark();
+            if t.handle.thread().id() != std::thread::current().id() {
+                let _ = t.handle.join();
+            }
+        }
+    }
+
     /// Claims `group` for dispatcher `id`; the owner's name if another dispatcher has it.
     pub(crate) fn claim_group(&self, group: &str, id: usize, name: &str) -> Result<(), String> {
         let mut names = self.group_names.lock().unwrap_or_else(|e| e.into_inner());
@@ -273,6 +338,8 @@ impl EnvShared {
         if self.stopping.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Snapshots sent during shutdown would only become dead letters.
+        self.stop_stats();
         if let Some(root) = self.root() {
             root.deregister(DeregReason::Shutdown);
         }
@@ -334,6 +401,32 @@ impl EnvShared {
 
     pub(crate) fn count_panic(&self) {
         self.panics.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The body of the `cohort-stats` thread: a snapshot every period, until stopped.
+fn stats_loop(env: std::sync::Weak<EnvShared>, stop: Arc<AtomicBool>, config: StatsConfig) {
+    let mut next = std::time::Instant::now() + config.period;
+    loop {
+        let now = std::time::Instant::now();
+        if now < next {
+            std::thread::park_timeout(next - now);
+        }
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        if std::time::Instant::now() < next {
+            continue; // woken early (spuriously): wait for the period
+        }
+        next += config.period;
+        let Some(env) = env.upgrade() else { return };
+        let snapshot = env.stats();
+        if config.export_metrics {
+            crate::stats::export(&snapshot);
+        }
+        for m in &config.targets {
+            m.send(snapshot.clone());
+        }
     }
 }
 
@@ -401,6 +494,75 @@ impl Environment {
     /// Number of panics caught in handlers and hooks so far.
     pub fn panics(&self) -> u64 {
         self.0.panics.load(Ordering::Relaxed)
+    }
+
+    /// A snapshot of the run-time statistics (worker counters advance only while statistics
+    /// are on, see [`Environment::start_stats`]).
+    pub fn stats(&self) -> RuntimeStats {
+        self.0.stats()
+    }
+
+    /// Turns run-time statistics on: workers start counting, and a `cohort-stats` thread
+    /// takes a [`RuntimeStats`] snapshot every period, sends it to the configured mailboxes and
+    /// exports it through the `metrics` facade. Restarting replaces the previous
+    /// configuration.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError, RuntimeStats, StatsConfig};
+    /// use std::time::Duration;
+    ///
+    /// struct Monitor;
+    /// impl Agent for Monitor {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.on(|_: &mut Self, s: &RuntimeStats, ctx: &mut Context<'_, Self>| {
+    ///             assert!(s.coops >= 1);
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let mut coop = env.new_coop();
+    /// let monitor = coop.add(Monitor).mbox();
+    /// env.register_coop(coop).unwrap();
+    /// env.start_stats(StatsConfig::new().period(Duration::from_millis(10)).deliver_to(monitor)).unwrap();
+    /// env.wait();
+    /// ```
+    pub fn start_stats(&self, config: StatsConfig) -> Result<(), DispatcherError> {
+        if config.period < Duration::from_millis(1) {
+            return Err(DispatcherError::invalid(
+                "stats",
+                "period",
+                "must be at least 1 ms",
+            ));
+        }
+        if self.is_stopping() {
+            return Err(DispatcherError::EnvironmentStopped);
+        }
+        self.0.stop_stats();
+        self.0.stats_on.store(true, Ordering::Relaxed);
+        let stop = Arc::new(AtomicBool::new(false));
+        let weak = Arc::downgrade(&self.0);
+        let stop2 = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("cohort-stats".into())
+            .spawn(move || stats_loop(weak, stop2, config))
+            .map_err(|source| DispatcherError::Spawn {
+                name: "stats".into(),
+                source,
+            })?;
+        *self
+            .0
+            .stats_thread
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(StatsThread { stop, handle });
+        Ok(())
+    }
+
+    /// Turns run-time statistics off (workers stop counting; the thread ends).
+    pub fn stop_stats(&self) {
+        self.0.stop_stats()
     }
 
     /// Creates a `one_thread` dispatcher with default parameters (see [`OneThreadBuilder`]).

@@ -64,6 +64,7 @@ mod mbox;
 mod message;
 mod panic;
 mod queue;
+mod stats;
 mod subscription;
 mod sync;
 
@@ -81,3 +82,4 @@ pub use error::{BindError, DispatcherError, LaunchError, RegisterError, Subscrib
 pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
+pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};

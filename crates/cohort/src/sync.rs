@@ -36,4 +36,7 @@ impl<T> SegQueue<T> {
     pub(crate) fn is_empty(&self) -> bool {
         self.0.lock().unwrap().is_empty()
     }
+    pub(crate) fn len(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
 }

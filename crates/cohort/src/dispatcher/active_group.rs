@@ -11,6 +11,7 @@ use crate::defaults;
 use crate::env::{EnvShared, Environment};
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
+use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
@@ -63,6 +64,7 @@ impl ActiveGroupBuilder {
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
         let core = Arc::new(ActiveGroup {
             name: self.name,
+            switch: env.shared().stats_switch(),
             spin: self.worker_spin,
             env: Arc::downgrade(env.shared()),
             state: Mutex::new(State::default()),
@@ -75,6 +77,7 @@ impl ActiveGroupBuilder {
 struct Group {
     queue: Arc<EventQueue>,
     agents: usize,
+    probe: Arc<WorkerProbe>,
 }
 
 #[derive(Default)]
@@ -86,6 +89,7 @@ struct State {
 
 struct ActiveGroup {
     name: String,
+    switch: StatsSwitch,
     spin: Duration,
     env: Weak<EnvShared>,
     state: Mutex<State>,
@@ -132,10 +136,12 @@ impl DispatcherCore for ActiveGroup {
         }
         st.threads.retain(|t| !t.is_finished());
         let queue = Arc::new(EventQueue::new());
+        let probe = WorkerProbe::new(format!("cohort-{}-{group}", self.name), self.switch.clone());
         let thread = worker::spawn(
             format!("cohort-{}-{group}", self.name),
             queue.clone(),
             self.spin,
+            probe.clone(),
         );
         match thread {
             Ok(t) => st.threads.push(t),
@@ -154,6 +160,7 @@ impl DispatcherCore for ActiveGroup {
             Group {
                 queue: queue.clone(),
                 agents: 1,
+                probe,
             },
         );
         Ok(queue)
@@ -182,6 +189,20 @@ impl DispatcherCore for ActiveGroup {
 
     fn shutdown(&self) {
         self.state().shut = true;
+    }
+
+    fn stats(&self) -> DispatcherStats {
+        let workers = self
+            .state()
+            .groups
+            .values()
+            .map(|g| g.probe.snapshot())
+            .collect();
+        DispatcherStats {
+            name: self.name.clone(),
+            kind: "active_group",
+            workers,
+        }
     }
 
     fn join(&self) {

@@ -5,6 +5,7 @@ use crate::defaults;
 use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
+use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -54,6 +55,7 @@ impl ActiveObjBuilder {
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
         let core = Arc::new(ActiveObj {
             name: self.name,
+            switch: env.shared().stats_switch(),
             spin: self.worker_spin,
             state: Mutex::new(State {
                 shut: false,
@@ -67,11 +69,12 @@ impl ActiveObjBuilder {
 
 struct State {
     shut: bool,
-    threads: Vec<JoinHandle<()>>,
+    threads: Vec<(JoinHandle<()>, Arc<WorkerProbe>)>,
 }
 
 struct ActiveObj {
     name: String,
+    switch: StatsSwitch,
     spin: Duration,
     state: Mutex<State>,
 }
@@ -100,15 +103,17 @@ impl DispatcherCore for ActiveObj {
         }
         // Forget threads that already ended, so a long-running environment does not keep
         // their handles.
-        st.threads.retain(|t| !t.is_finished());
+        st.threads.retain(|(t, _)| !t.is_finished());
         let queue = Arc::new(EventQueue::new());
-        let t = worker::spawn(format!("cohort-{}", self.name), queue.clone(), self.spin).map_err(
+        let thread_name = format!("cohort-{}", self.name);
+        let probe = WorkerProbe::new(thread_name.clone(), self.switch.clone());
+        let t = worker::spawn(thread_name, queue.clone(), self.spin, probe.clone()).map_err(
             |source| BindError::Spawn {
                 name: self.name.clone(),
                 source,
             },
         )?;
-        st.threads.push(t);
+        st.threads.push((t, probe));
         Ok(queue)
     }
 
@@ -120,10 +125,25 @@ impl DispatcherCore for ActiveObj {
         self.state().shut = true;
     }
 
+    fn stats(&self) -> DispatcherStats {
+        let st = self.state();
+        let workers = st
+            .threads
+            .iter()
+            .filter(|(t, _)| !t.is_finished())
+            .map(|(_, p)| p.snapshot())
+            .collect();
+        DispatcherStats {
+            name: self.name.clone(),
+            kind: "active_obj",
+            workers,
+        }
+    }
+
     fn join(&self) {
         let threads = std::mem::take(&mut self.state().threads);
         let me = std::thread::current().id();
-        for t in threads {
+        for (t, _) in threads {
             if t.thread().id() != me && t.join().is_err() {
                 tracing::error!(dispatcher = %self.name, "worker thread panicked");
             }

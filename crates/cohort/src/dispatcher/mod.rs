@@ -78,6 +78,8 @@ pub(crate) trait DispatcherCore: Send + Sync {
     fn shutdown(&self);
     /// Joins the worker threads (after `shutdown`, once their agents are gone).
     fn join(&self);
+    /// The dispatcher's statistics (worker counters are kept while statistics are on).
+    fn stats(&self) -> crate::stats::DispatcherStats;
 }
 
 /// Binds agents to a dispatcher. Cheap to clone.

@@ -5,6 +5,7 @@ use crate::defaults;
 use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
+use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -61,10 +62,12 @@ impl OneThreadBuilder {
     /// and joins it when it stops).
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
         let queue = Arc::new(EventQueue::new());
+        let probe = WorkerProbe::new(format!("cohort-{}", self.name), env.shared().stats_switch());
         let thread = worker::spawn(
             format!("cohort-{}", self.name),
             queue.clone(),
             self.worker_spin,
+            probe.clone(),
         )
         .map_err(|source| DispatcherError::Spawn {
             name: self.name.clone(),
@@ -74,6 +77,7 @@ impl OneThreadBuilder {
             name: self.name,
             queue,
             bound: AtomicUsize::new(0),
+            probe,
             thread: Mutex::new(Some(thread)),
         });
         env.shared().add_dispatcher(core.clone())?;
@@ -90,6 +94,7 @@ struct OneThread {
     /// Number of bound agents, with [`SHUT`] set once the dispatcher is shut down. One word,
     /// so binding a million agents (skynet) takes no lock.
     bound: AtomicUsize,
+    probe: Arc<WorkerProbe>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -121,6 +126,14 @@ impl DispatcherCore for OneThread {
     fn shutdown(&self) {
         if self.bound.fetch_or(SHUT, Ordering::AcqRel) == 0 {
             self.queue.close();
+        }
+    }
+
+    fn stats(&self) -> DispatcherStats {
+        DispatcherStats {
+            name: self.name.clone(),
+            kind: "one_thread",
+            workers: vec![self.probe.snapshot()],
         }
     }
 

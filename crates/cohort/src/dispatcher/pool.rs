@@ -28,6 +28,7 @@ use crate::demand::Demand;
 use crate::error::BindError;
 use crate::queue::wakeup::Wakeup;
 use crate::queue::{EventQueue, RunningGuard, Schedule};
+use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -60,6 +61,7 @@ pub(crate) struct Pool {
     injector: Injector<QueueRef>,
     stealers: Box<[Stealer<QueueRef>]>,
     wakeups: Box<[Wakeup]>,
+    probes: Box<[Arc<WorkerProbe>]>,
     /// Bound agents, with [`SHUT`] once the pool is shut down.
     bound: AtomicUsize,
     /// Cooperation-fifo queues: one per cooperation, shared by its agents.
@@ -94,17 +96,21 @@ impl Pool {
         default_fifo: Fifo,
         threads: usize,
         spin: Duration,
+        switch: StatsSwitch,
     ) -> std::io::Result<Arc<Pool>> {
         let locals: Vec<Worker<QueueRef>> = (0..threads).map(|_| Worker::new_fifo()).collect();
         let stealers = locals.iter().map(Worker::stealer).collect();
         let pool = Arc::new_cyclic(|me| Pool {
-            name,
+            name: name.clone(),
             policy,
             default_fifo,
             spin,
             injector: Injector::new(),
             stealers,
             wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
+            probes: (0..threads)
+                .map(|i| WorkerProbe::new(format!("cohort-{name}-{i}"), switch.clone()))
+                .collect(),
             bound: AtomicUsize::new(0),
             coop_queues: Mutex::new(CoopQueues::default()),
             threads: Mutex::new(Vec::new()),
@@ -234,26 +240,37 @@ impl Pool {
         };
         CURRENT_WORKER.with(|c| c.set(&ctx));
         let mut lifo_streak = 0;
+        let probe = &*self.probes[index];
         loop {
             if let Some(q) = self.next_queue(&ctx, &mut lifo_streak) {
-                self.run_turn(&ctx, q);
+                let t0 = probe.start();
+                let (ran, left) = self.run_turn(&ctx, q, t0.is_some());
+                if let Some(t0) = t0 {
+                    probe.busy(t0, ran, left);
+                }
                 continue;
             }
             if self.is_done() {
                 break;
             }
-            if spin_until(|| self.has_work(&ctx) || self.is_done(), self.spin) {
-                continue;
+            let t0 = probe.start();
+            if !spin_until(|| self.has_work(&ctx) || self.is_done(), self.spin) {
+                self.wakeups[index].sleep(|| self.has_work(&ctx) || self.is_done());
             }
-            self.wakeups[index].sleep(|| self.has_work(&ctx) || self.is_done());
+            if let Some(t0) = t0 {
+                probe.idle(t0);
+            }
         }
         CURRENT_WORKER.with(|c| c.set(std::ptr::null()));
     }
 
     /// Runs up to `max_demands_at_once` demands of `q`, then schedules it again if it has
     /// more (on this worker's own deque under work stealing: soft affinity).
-    fn run_turn(&self, ctx: &WorkerCtx, q: QueueRef) {
+    /// Returns how many demands ran and (when `measure`) how many are left in the queue.
+    fn run_turn(&self, ctx: &WorkerCtx, q: QueueRef, measure: bool) -> (usize, usize) {
         q.begin_turn();
+        let mut ran = 0;
+        let mut left = 0;
         {
             // SAFETY: the queue came out of a run queue, where it was put by whoever won its
             // IDLE -> SCHEDULED transition; nobody else runs it until this turn ends.
@@ -263,9 +280,16 @@ impl Pool {
             for _ in 0..q.max_batch() {
                 // SAFETY: as above.
                 match unsafe { q.pop_local() } {
-                    Some(d) => d.run(&q),
+                    Some(d) => {
+                        d.run(&q);
+                        ran += 1;
+                    }
                     None => break,
                 }
+            }
+            if measure {
+                // SAFETY: as above.
+                left = unsafe { q.len_here() };
             }
         }
         // SAFETY: the turn is over and the guard dropped.
@@ -276,6 +300,7 @@ impl Pool {
             }
             self.wake_one();
         }
+        (ran, left)
     }
 
     fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<QueueRef, BindError> {
@@ -363,6 +388,19 @@ impl DispatcherCore for PoolCore {
     fn shutdown(&self) {
         if self.0.bound.fetch_or(SHUT, Ordering::AcqRel) == 0 {
             self.0.wake_all();
+        }
+    }
+
+    fn stats(&self) -> DispatcherStats {
+        let kind = match self.0.policy {
+            Policy::Fifo => "thread_pool",
+            Policy::Stealing => "work_stealing",
+        };
+        let workers = self.0.probes.iter().map(|p| p.snapshot()).collect();
+        DispatcherStats {
+            name: self.0.name.clone(),
+            kind,
+            workers,
         }
     }
 

@@ -94,6 +94,7 @@ impl PoolParams {
             fifo,
             self.threads,
             self.worker_spin,
+            env.shared().stats_switch(),
         )
         .map_err(|source| DispatcherError::Spawn {
             name: self.name.clone(),

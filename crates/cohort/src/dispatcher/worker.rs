@@ -8,6 +8,7 @@
 
 use crate::defaults;
 use crate::queue::{EventQueue, QueueItem, RunningGuard};
+use crate::stats::WorkerProbe;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -17,21 +18,23 @@ pub(crate) fn spawn(
     name: String,
     queue: Arc<EventQueue>,
     spin: Duration,
+    probe: Arc<WorkerProbe>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name(name)
-        .spawn(move || run(&queue, spin))
+        .spawn(move || run(&queue, spin, &probe))
 }
 
 /// Runs `queue` on this thread until it is closed and empty.
-pub(crate) fn run(queue: &EventQueue, spin: Duration) {
-    run_with(queue, spin, |d| d.run(queue))
+pub(crate) fn run(queue: &EventQueue, spin: Duration, probe: &WorkerProbe) {
+    run_with(queue, spin, Some(probe), |d| d.run(queue))
 }
 
 /// The worker loop over any queue item, executing each with `execute`.
 pub(crate) fn run_with<T: QueueItem>(
     queue: &EventQueue<T>,
     spin: Duration,
+    probe: Option<&WorkerProbe>,
     mut execute: impl FnMut(T),
 ) {
     queue.register_worker();
@@ -39,6 +42,7 @@ pub(crate) fn run_with<T: QueueItem>(
     // guard is dropped before `queue` is.
     let _running = unsafe { RunningGuard::enter(queue) };
     loop {
+        let t0 = probe.and_then(WorkerProbe::start);
         // SAFETY: this thread runs `queue` (guard above).
         unsafe { queue.drain_remote(defaults::REMOTE_BATCH) };
         let mut ran = 0;
@@ -52,6 +56,10 @@ pub(crate) fn run_with<T: QueueItem>(
                 None => break,
             }
         }
+        if let (Some(p), Some(t0)) = (probe, t0) {
+            // SAFETY: this thread runs `queue` (guard above).
+            p.busy(t0, ran, unsafe { queue.len_here() });
+        }
         if ran > 0 || queue.has_remote() {
             continue;
         }
@@ -62,8 +70,12 @@ pub(crate) fn run_with<T: QueueItem>(
             }
             continue;
         }
+        let t0 = probe.and_then(WorkerProbe::start);
         if !spin_for_work(queue, spin) {
             queue.sleep();
+        }
+        if let (Some(p), Some(t0)) = (probe, t0) {
+            p.idle(t0);
         }
     }
     queue.retire();
@@ -116,7 +128,7 @@ mod loom_model {
                 let q = q.clone();
                 loom::thread::spawn(move || {
                     let mut got = Vec::new();
-                    run_with(&q, Duration::ZERO, |it| got.push(it));
+                    run_with(&q, Duration::ZERO, None, |it| got.push(it));
                     got
                 })
             };

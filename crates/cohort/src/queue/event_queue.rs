@@ -297,6 +297,15 @@ impl<T: QueueItem> EventQueue<T> {
         mine
     }
 
+    /// Demands waiting in both halves (for statistics).
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    pub(crate) unsafe fn len_here(&self) -> usize {
+        // SAFETY: only the running thread touches `local` (caller).
+        unsafe { (*self.local.get()).len() + self.remote.len() }
+    }
+
     /// True when the remote half has demands.
     #[inline]
     pub(crate) fn has_remote(&self) -> bool {
