@@ -37,3 +37,8 @@ pub fn pool_threads() -> usize {
 
 /// How often run-time statistics are taken and sent, once turned on.
 pub const STATS_PERIOD: Duration = Duration::from_secs(1);
+
+/// Every how many turns a `work_stealing` worker takes from the shared injector before its own
+/// deque (tokio uses 61): bounds how long work sent from outside the pool waits behind a
+/// worker's own busy queues.
+pub const INJECTOR_INTERVAL: usize = 61;

@@ -82,6 +82,8 @@ struct WorkerCtx {
     index: usize,
     local: Worker<QueueRef>,
     lifo: Cell<Option<QueueRef>>,
+    /// Turns taken, for the injector's periodic priority.
+    ticks: Cell<usize>,
 }
 
 thread_local! {
@@ -199,6 +201,15 @@ impl Pool {
                 }
             };
         }
+        let tick = ctx.ticks.get().wrapping_add(1);
+        ctx.ticks.set(tick);
+        // Every so often the shared injector goes first, so that a worker kept busy by its own
+        // deque (a self-sending agent rescheduled there) does not starve work from outside.
+        if tick.is_multiple_of(defaults::INJECTOR_INTERVAL)
+            && let Steal::Success(q) = self.injector.steal()
+        {
+            return Some(q);
+        }
         if *lifo_streak < defaults::LIFO_STREAK
             && let Some(q) = ctx.lifo.take()
         {
@@ -237,6 +248,7 @@ impl Pool {
             index,
             local,
             lifo: Cell::new(None),
+            ticks: Cell::new(0),
         };
         CURRENT_WORKER.with(|c| c.set(&ctx));
         let mut lifo_streak = 0;
