@@ -75,7 +75,7 @@ pub use coop::{
 pub use dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use dispatcher::{
     ActiveGroupBuilder, ActiveObjBuilder, Binder, DispatcherHandle, OneThreadBuilder,
-    ThreadPoolBuilder, WorkStealingBuilder,
+    PrioOneThreadBuilder, ThreadPoolBuilder, WorkStealingBuilder,
 };
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use error::{BindError, DispatcherError, LaunchError, RegisterError, SubscribeError};

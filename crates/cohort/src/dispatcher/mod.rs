@@ -13,6 +13,8 @@
 //! - [`active_obj`](ActiveObjBuilder): a worker thread per agent.
 //! - [`active_group`](ActiveGroupBuilder): a worker thread per named group of agents.
 //! - [`thread_pool`](ThreadPoolBuilder): N workers sharing one FIFO run queue.
+//! - [`prio_one_thread`](PrioOneThreadBuilder): one worker thread serving agents by
+//!   priority, strictly ordered or by quotas per priority.
 //! - [`work_stealing`](WorkStealingBuilder): N workers with their own run queues, a LIFO
 //!   slot for the agent a send just woke, and stealing by idle workers.
 
@@ -26,7 +28,9 @@ pub(crate) mod worker;
 pub use active_group::ActiveGroupBuilder;
 pub use active_obj::ActiveObjBuilder;
 pub use one_thread::OneThreadBuilder;
-pub use pool_builders::{PoolBindParams, ThreadPoolBuilder, WorkStealingBuilder};
+pub use pool_builders::{
+    PoolBindParams, PrioOneThreadBuilder, Priority, ThreadPoolBuilder, WorkStealingBuilder,
+};
 
 use crate::coop::CoopId;
 
@@ -53,6 +57,8 @@ pub(crate) enum BindParams {
     Default,
     /// An `active_group` binding: the group's name.
     Group(Arc<str>),
+    /// A priority dispatcher binding: the agent's priority (0 lowest .. 7 highest).
+    Priority(u8),
     /// A pool binding (`fifo: None`: the pool's default fifo).
     Pool {
         fifo: Option<Fifo>,
@@ -153,6 +159,15 @@ impl DispatcherHandle {
         Binder {
             core: self.core.clone(),
             params: BindParams::Group(Arc::from(group)),
+        }
+    }
+
+    /// A binder that gives agents `priority` on a `prio_one_thread` dispatcher (other
+    /// dispatchers ignore it).
+    pub fn priority_binder(&self, priority: Priority) -> Binder {
+        Binder {
+            core: self.core.clone(),
+            params: BindParams::Priority(priority as u8),
         }
     }
 

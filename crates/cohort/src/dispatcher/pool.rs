@@ -44,7 +44,22 @@ pub(crate) enum Policy {
     Fifo,
     /// Per-worker deques, a LIFO slot, stealing (`work_stealing`).
     Stealing,
+    /// One run queue per priority (`prio_one_thread`).
+    Priority(PrioMode),
 }
+
+/// How a priority dispatcher chooses among priorities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PrioMode {
+    /// Always the highest priority with work, re-checked after every demand.
+    Strict,
+    /// Round robin from the highest priority down, each priority handling up to its quota of
+    /// demands before the next one gets its turn.
+    Quoted([usize; PRIORITIES]),
+}
+
+/// Number of agent priorities (`p0` lowest to `p7` highest, as in SObjectizer).
+pub(crate) const PRIORITIES: usize = 8;
 
 /// The `shut` flag in the bound-agents word.
 const SHUT: usize = 1 << (usize::BITS - 1);
@@ -59,6 +74,8 @@ pub(crate) struct Pool {
     default_fifo: Fifo,
     spin: Duration,
     injector: Injector<QueueRef>,
+    /// One run queue per priority (priority policy only).
+    by_priority: Box<[Injector<QueueRef>]>,
     stealers: Box<[Stealer<QueueRef>]>,
     wakeups: Box<[Wakeup]>,
     probes: Box<[Arc<WorkerProbe>]>,
@@ -84,6 +101,8 @@ struct WorkerCtx {
     lifo: Cell<Option<QueueRef>>,
     /// Turns taken, for the injector's periodic priority.
     ticks: Cell<usize>,
+    /// Quoted round robin: the priority being served and the demands left in its quota.
+    prio_cursor: Cell<(usize, usize)>,
 }
 
 thread_local! {
@@ -108,6 +127,10 @@ impl Pool {
             default_fifo,
             spin,
             injector: Injector::new(),
+            by_priority: match policy {
+                Policy::Priority(_) => (0..PRIORITIES).map(|_| Injector::new()).collect(),
+                _ => Box::new([]),
+            },
             stealers,
             wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
             probes: (0..threads)
@@ -182,6 +205,7 @@ impl Pool {
     /// Whether worker `index` could find a queue to run.
     fn has_work(&self, ctx: &WorkerCtx) -> bool {
         !self.injector.is_empty()
+            || self.by_priority.iter().any(|i| !i.is_empty())
             || !ctx.local.is_empty()
             || self
                 .stealers
@@ -192,6 +216,9 @@ impl Pool {
 
     /// The next queue for a worker to run.
     fn next_queue(&self, ctx: &WorkerCtx, lifo_streak: &mut usize) -> Option<QueueRef> {
+        if let Policy::Priority(mode) = self.policy {
+            return self.next_by_priority(ctx, mode);
+        }
         if self.policy == Policy::Fifo {
             return loop {
                 match self.injector.steal() {
@@ -241,6 +268,49 @@ impl Pool {
         None
     }
 
+    fn steal_from(i: &Injector<QueueRef>) -> Option<QueueRef> {
+        loop {
+            match i.steal() {
+                Steal::Success(q) => return Some(q),
+                Steal::Retry => continue,
+                Steal::Empty => return None,
+            }
+        }
+    }
+
+    /// Priority policy: strict takes the highest priority with work (its queues run one
+    /// demand per turn); quoted serves the current priority until its quota is used up or it
+    /// has nothing left, then the next lower one (wrapping to the highest).
+    fn next_by_priority(&self, ctx: &WorkerCtx, mode: PrioMode) -> Option<QueueRef> {
+        match mode {
+            PrioMode::Strict => self.by_priority.iter().rev().find_map(Self::steal_from),
+            PrioMode::Quoted(quotas) => {
+                let (mut p, left) = ctx.prio_cursor.get();
+                if left > 0
+                    && let Some(q) = Self::steal_from(&self.by_priority[p])
+                {
+                    return Some(q);
+                }
+                for _ in 0..PRIORITIES {
+                    p = if p == 0 { PRIORITIES - 1 } else { p - 1 };
+                    if let Some(q) = Self::steal_from(&self.by_priority[p]) {
+                        ctx.prio_cursor.set((p, quotas[p]));
+                        return Some(q);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Quoted round robin: `ran` demands of priority `p` were handled.
+    fn spend_quota(&self, ctx: &WorkerCtx, p: usize, ran: usize) {
+        let (cur, left) = ctx.prio_cursor.get();
+        if cur == p {
+            ctx.prio_cursor.set((cur, left.saturating_sub(ran)));
+        }
+    }
+
     fn run_worker(self: Arc<Self>, index: usize, local: Worker<QueueRef>) {
         self.wakeups[index].register_current();
         let ctx = WorkerCtx {
@@ -249,6 +319,8 @@ impl Pool {
             local,
             lifo: Cell::new(None),
             ticks: Cell::new(0),
+            // "Priority 0, quota spent": the first search wraps to the highest priority.
+            prio_cursor: Cell::new((0, 0)),
         };
         CURRENT_WORKER.with(|c| c.set(&ctx));
         let mut lifo_streak = 0;
@@ -283,13 +355,20 @@ impl Pool {
         q.begin_turn();
         let mut ran = 0;
         let mut left = 0;
+        // Quoted round robin: a turn takes no more than what is left of the quota.
+        let max = match self.policy {
+            Policy::Priority(PrioMode::Quoted(_)) => {
+                q.max_batch().min(ctx.prio_cursor.get().1.max(1))
+            }
+            _ => q.max_batch(),
+        };
         {
             // SAFETY: the queue came out of a run queue, where it was put by whoever won its
             // IDLE -> SCHEDULED transition; nobody else runs it until this turn ends.
             let _running = unsafe { RunningGuard::enter(&*q) };
             // SAFETY: this thread runs `q` (guard above).
             unsafe { q.drain_remote(defaults::REMOTE_BATCH) };
-            for _ in 0..q.max_batch() {
+            for _ in 0..max {
                 // SAFETY: as above.
                 match unsafe { q.pop_local() } {
                     Some(d) => {
@@ -304,11 +383,15 @@ impl Pool {
                 left = unsafe { q.len_here() };
             }
         }
+        if let Policy::Priority(PrioMode::Quoted(_)) = self.policy {
+            self.spend_quota(ctx, usize::from(q.priority()), ran);
+        }
         // SAFETY: the turn is over and the guard dropped.
         if unsafe { q.finish_turn() } {
             match self.policy {
                 Policy::Stealing => ctx.local.push(q),
                 Policy::Fifo => self.injector.push(q),
+                Policy::Priority(_) => self.by_priority[usize::from(q.priority())].push(q),
             }
             self.wake_one();
         }
@@ -316,6 +399,21 @@ impl Pool {
     }
 
     fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<QueueRef, BindError> {
+        if let Policy::Priority(mode) = self.policy {
+            let p = match params {
+                BindParams::Priority(p) => *p,
+                _ => 0,
+            };
+            let max_batch = match mode {
+                PrioMode::Strict => 1,
+                PrioMode::Quoted(q) => q[usize::from(p)],
+            };
+            return Ok(Arc::new(EventQueue::pooled_with_priority(
+                self.scheduler(),
+                max_batch,
+                p,
+            )));
+        }
         let (fifo, max_batch) = match params {
             BindParams::Pool {
                 fifo,
@@ -353,7 +451,11 @@ impl Schedule<Demand> for Pool {
             }
             return;
         }
-        self.injector.push(q);
+        if let Policy::Priority(_) = self.policy {
+            self.by_priority[usize::from(q.priority())].push(q);
+        } else {
+            self.injector.push(q);
+        }
         self.wake_one();
     }
 }
@@ -407,6 +509,8 @@ impl DispatcherCore for PoolCore {
         let kind = match self.0.policy {
             Policy::Fifo => "thread_pool",
             Policy::Stealing => "work_stealing",
+            Policy::Priority(PrioMode::Strict) => "prio_one_thread::strictly_ordered",
+            Policy::Priority(PrioMode::Quoted(_)) => "prio_one_thread::quoted_round_robin",
         };
         let workers = self.0.probes.iter().map(|p| p.snapshot()).collect();
         DispatcherStats {

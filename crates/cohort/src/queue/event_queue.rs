@@ -78,6 +78,8 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     /// How many demands a pool worker runs from this queue before it moves on
     /// (`max_demands_at_once`); unused by a dedicated worker thread.
     max_batch: usize,
+    /// The priority of the agent(s) of this queue, for priority dispatchers (0 = lowest).
+    priority: u8,
     closed: AtomicBool,
     /// Set by the worker when it has exited: nothing will run this queue again.
     retired: AtomicBool,
@@ -114,6 +116,7 @@ impl<T: QueueItem> EventQueue<T> {
             early: UnsafeCell::new(Vec::new()),
             notifier,
             max_batch,
+            priority: 0,
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
         }
@@ -174,6 +177,22 @@ impl<T: QueueItem> EventQueue<T> {
             Arc::increment_strong_count(p);
             Arc::from_raw(p)
         }
+    }
+
+    /// A pooled queue with a priority (priority dispatchers).
+    pub(crate) fn pooled_with_priority(
+        scheduler: Arc<dyn Schedule<T>>,
+        max_batch: usize,
+        priority: u8,
+    ) -> Self {
+        let mut q = Self::pooled(scheduler, max_batch);
+        q.priority = priority;
+        q
+    }
+
+    /// The queue's priority (0 = lowest).
+    pub(crate) fn priority(&self) -> u8 {
+        self.priority
     }
 
     /// How many demands a pool worker runs per turn.
