@@ -4,8 +4,9 @@ use crate::cell::DynCell;
 use crate::coop::{Coop, CoopHandle, CoopInner, DeregReason};
 use crate::env::Environment;
 use crate::error::{RegisterError, SubscribeError};
-use crate::mbox::Mbox;
+use crate::mbox::{Mbox, MboxId};
 use crate::message::{Envelope, Mutable};
+use crate::named::NamedMbox;
 use crate::subscription::Subscriptions;
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -166,12 +167,25 @@ impl<'a, A: Agent> Context<'a, A> {
     /// mailbox. The handler takes the message by reference.
     ///
     /// A second subscription for the same type is an error.
-    pub fn on<M, F>(&mut self, mut handler: F) -> Result<(), SubscribeError>
+    pub fn on<M, F>(&mut self, handler: F) -> Result<(), SubscribeError>
     where
         M: Send + 'static,
         F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
     {
         let id = self.cell().mbox_id();
+        self.add_immutable(id, None, handler)
+    }
+
+    fn add_immutable<M, F>(
+        &mut self,
+        id: MboxId,
+        named: Option<Arc<NamedMbox>>,
+        mut handler: F,
+    ) -> Result<(), SubscribeError>
+    where
+        M: Send + 'static,
+        F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
+    {
         self.subs.add(
             id,
             TypeId::of::<M>(),
@@ -179,11 +193,12 @@ impl<'a, A: Agent> Context<'a, A> {
             Box::new(
                 move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
                     // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
-                    // envelopes built from an immutable `M` carry.
+                    // envelopes built from an immutable (possibly shared) `M` carry.
                     let msg = unsafe { env.get::<M>() };
                     handler(agent, msg, ctx)
                 },
             ),
+            named,
         )
     }
 
@@ -207,14 +222,80 @@ impl<'a, A: Agent> Context<'a, A> {
                     handler(agent, msg, ctx)
                 },
             ),
+            None,
         )
+    }
+
+    /// Subscribes `handler` to immutable messages of type `M` arriving through `mbox`: the
+    /// agent's own direct mailbox, or a multi-consumer mailbox
+    /// ([`Environment::named_mbox`](crate::Environment::named_mbox)), where it joins every
+    /// other subscriber of `M`. The subscription ends when the agent finishes (or with
+    /// [`Context::unsubscribe_from`]).
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError};
+    ///
+    /// struct Price(u64);
+    /// struct Listener;
+    /// impl Agent for Listener {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         let prices = ctx.environment().named_mbox("prices");
+    ///         ctx.subscribe(&prices, |_: &mut Self, p: &Price, ctx: &mut Context<'_, Self>| {
+    ///             assert_eq!(p.0, 42);
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let mut coop = env.new_coop();
+    /// coop.add(Listener);
+    /// env.register_coop(coop).unwrap();
+    /// env.named_mbox("prices").send(Price(42));
+    /// env.wait();
+    /// ```
+    pub fn subscribe<M, F>(&mut self, mbox: &Mbox, handler: F) -> Result<(), SubscribeError>
+    where
+        M: Send + Sync + 'static,
+        F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
+    {
+        let own = self.cell().mbox_id();
+        match mbox.as_named() {
+            None if mbox.id() == own => self.add_immutable(own, None, handler),
+            None => Err(SubscribeError::ForeignDirectMailbox {
+                message_type: std::any::type_name::<M>(),
+            }),
+            Some(named) => {
+                let key = TypeId::of::<M>();
+                self.add_immutable(named.id(), Some(named.clone()), handler)?;
+                named.subscribe(key, self.cell_arc());
+                Ok(())
+            }
+        }
     }
 
     /// Removes the subscription to immutable `M` on the direct mailbox; true if there was one.
     /// Takes effect for the next message; a handler may unsubscribe itself.
     pub fn unsubscribe<M: 'static>(&mut self) -> bool {
         let id = self.cell().mbox_id();
-        self.subs.remove(id, TypeId::of::<M>())
+        self.subs.remove(id, TypeId::of::<M>(), self.cell.as_ptr())
+    }
+
+    /// Removes the subscription to immutable `M` arriving through `mbox`; true if there was
+    /// one.
+    pub fn unsubscribe_from<M: 'static>(&mut self, mbox: &Mbox) -> bool {
+        self.subs
+            .remove(mbox.id(), TypeId::of::<M>(), self.cell.as_ptr())
+    }
+
+    fn cell_arc(&self) -> Arc<DynCell> {
+        let ptr = self.cell.as_ptr() as *const DynCell;
+        // SAFETY: the cell lives in an `Arc` and is alive: one more strong count.
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        }
     }
 
     /// The environment this agent lives in.

@@ -153,7 +153,7 @@ impl<B: ?Sized + ErasedBody> Drop for AgentCell<B> {
     }
 }
 
-impl<B: ?Sized + ErasedBody> AgentCell<B> {
+impl DynCell {
     /// Drops the agent value now (its cooperation will never run it): breaks the cycles that
     /// mailboxes held by agents form (an agent holding its own or a peer's mailbox).
     ///
@@ -165,7 +165,11 @@ impl<B: ?Sized + ErasedBody> AgentCell<B> {
         unsafe {
             if !*self.header.agent_dropped.get() {
                 *self.header.agent_dropped.get() = true;
-                (*self.body.get()).drop_agent();
+                let body = &mut *self.body.get();
+                // Subscriptions to multi-consumer mailboxes made in `define` hold the cell:
+                // unregister them, or the cell would never be freed.
+                body.clear_subscriptions(self);
+                body.drop_agent();
             }
         }
     }
@@ -332,6 +336,8 @@ pub(crate) trait ErasedBody: Send {
     /// # Safety
     /// Called at most once, with exclusive access; nothing touches the agent afterwards.
     unsafe fn drop_agent(&mut self);
+    /// Drops every subscription (unregistering from multi-consumer mailboxes).
+    fn clear_subscriptions(&mut self, cell: *const DynCell);
 }
 
 /// An agent with its runtime state.
@@ -447,7 +453,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         }
         // Nothing of the agent runs again: free its handlers and its value now rather than
         // when the last mailbox goes (and break the cycles of agents holding mailboxes).
-        self.subs = Subscriptions::new();
+        self.subs.clear(this.as_ptr());
         // SAFETY: the cell is alive and we run its queue; the status is FINISHED, so no
         // handler touches the agent again.
         unsafe {
@@ -483,6 +489,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
 
     fn agent_type(&self) -> std::any::TypeId {
         std::any::TypeId::of::<A>()
+    }
+
+    fn clear_subscriptions(&mut self, cell: *const DynCell) {
+        self.subs.clear(cell);
     }
 
     unsafe fn drop_agent(&mut self) {

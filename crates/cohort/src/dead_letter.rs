@@ -13,6 +13,8 @@ pub enum DeliveryFailure {
     NotRegistered,
     /// The receiver has no handler for this message type.
     NoHandler,
+    /// Nobody is subscribed to this message type on the multi-consumer mailbox it was sent to.
+    NoSubscriber,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -21,6 +23,9 @@ impl fmt::Display for DeliveryFailure {
             DeliveryFailure::ReceiverGone => "the receiver's cooperation is deregistering or gone",
             DeliveryFailure::NotRegistered => "the receiver's cooperation is not registered",
             DeliveryFailure::NoHandler => "the receiver has no handler for this message type",
+            DeliveryFailure::NoSubscriber => {
+                "no agent is subscribed to this message type on that mailbox"
+            }
         })
     }
 }

@@ -12,6 +12,8 @@ use crate::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 use crate::defaults;
 use crate::dispatcher::{Binder, DispatcherCore, DispatcherHandle, OneThreadBuilder};
 use crate::error::{DispatcherError, LaunchError, RegisterError};
+use crate::mbox::Mbox;
+use crate::named::NamedMbox;
 use crate::panic::PanicReaction;
 use crate::stats::{RuntimeStats, StatsConfig, StatsSwitch};
 use std::fmt;
@@ -158,6 +160,7 @@ impl EnvironmentBuilder {
             panics: AtomicU64::new(0),
             worker_spin: self.worker_spin,
             group_names: Mutex::new(std::collections::HashMap::new()),
+            named: Mutex::new(std::collections::HashMap::new()),
             agents: AtomicUsize::new(0),
             stats_on: Arc::new(AtomicBool::new(false)),
             stats_thread: Mutex::new(None),
@@ -206,6 +209,8 @@ pub(crate) struct EnvShared {
     stats_on: StatsSwitch,
     /// The thread that distributes statistics, while on.
     stats_thread: Mutex<Option<StatsThread>>,
+    /// Named mailboxes alive: the same name gives the same mailbox while anyone holds it.
+    named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<NamedMbox>>>,
     /// `active_group` group names in use: name -> (dispatcher id, dispatcher name).
     group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
 }
@@ -217,6 +222,11 @@ struct StatsThread {
 }
 
 impl EnvShared {
+    fn named_count(&self) -> usize {
+        let names = self.named.lock().unwrap_or_else(|e| e.into_inner());
+        names.values().filter(|w| w.strong_count() > 0).count()
+    }
+
     pub(crate) fn stats_switch(&self) -> StatsSwitch {
         self.stats_on.clone()
     }
@@ -241,7 +251,7 @@ impl EnvShared {
         RuntimeStats {
             coops: self.coops.load(Ordering::Relaxed),
             agents: self.agents.load(Ordering::Relaxed),
-            named_mailboxes: 0,
+            named_mailboxes: self.named_count(),
             timers: 0,
             dead_letters: self.dead_letters.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
@@ -494,6 +504,31 @@ impl Environment {
     /// Number of panics caught in handlers and hooks so far.
     pub fn panics(&self) -> u64 {
         self.0.panics.load(Ordering::Relaxed)
+    }
+
+    /// The multi-consumer mailbox named `name`: the same name gives the same mailbox (while
+    /// anyone holds it). One send reaches every agent subscribed to the message's type
+    /// ([`Context::subscribe`](crate::Context::subscribe)).
+    pub fn named_mbox(&self, name: &str) -> Mbox {
+        let mut names = self.0.named.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = names.get(name).and_then(std::sync::Weak::upgrade) {
+            return Mbox::named(m);
+        }
+        names.retain(|_, w| w.strong_count() > 0);
+        let name: Arc<str> = Arc::from(name);
+        let m = Arc::new(NamedMbox::new(Some(name.clone()), Arc::downgrade(&self.0)));
+        names.insert(name, Arc::downgrade(&m));
+        Mbox::named(m)
+    }
+
+    /// A new anonymous multi-consumer mailbox.
+    pub fn anonymous_mbox(&self) -> Mbox {
+        Mbox::named(Arc::new(NamedMbox::new(None, Arc::downgrade(&self.0))))
+    }
+
+    /// Number of named mailboxes alive.
+    pub fn named_mbox_count(&self) -> usize {
+        self.0.named_count()
     }
 
     /// A snapshot of the run-time statistics (worker counters advance only while statistics

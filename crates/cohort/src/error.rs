@@ -3,7 +3,7 @@
 use std::io;
 
 /// Subscribing a handler failed.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum SubscribeError {
     /// A handler for this message type on this mailbox already exists.
     #[error(
@@ -12,6 +12,29 @@ pub enum SubscribeError {
     AlreadySubscribed {
         /// The message type's name.
         message_type: &'static str,
+    },
+    /// An agent can only subscribe to its own direct mailbox (or to multi-consumer ones).
+    #[error(
+        "cannot subscribe to `{message_type}` on another agent's direct mailbox: subscribe on a named mailbox, or let that agent subscribe"
+    )]
+    ForeignDirectMailbox {
+        /// The message type's name.
+        message_type: &'static str,
+    },
+}
+
+/// A send was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SendError {
+    /// A mutable message has exactly one receiver: a multi-consumer mailbox cannot carry it.
+    #[error(
+        "mutable message `{message_type}` sent to multi-consumer mailbox `{mailbox}`: send it to an agent's direct mailbox, or send it immutable with `send`"
+    )]
+    MutableToMultiConsumer {
+        /// The message type.
+        message_type: &'static str,
+        /// The mailbox's name.
+        mailbox: String,
     },
 }
 

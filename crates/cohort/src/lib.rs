@@ -62,6 +62,7 @@ mod env;
 mod error;
 mod mbox;
 mod message;
+mod named;
 mod panic;
 mod queue;
 mod stats;
@@ -78,7 +79,9 @@ pub use dispatcher::{
     PrioOneThreadBuilder, ThreadPoolBuilder, WorkStealingBuilder,
 };
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
-pub use error::{BindError, DispatcherError, LaunchError, RegisterError, SubscribeError};
+pub use error::{
+    BindError, DispatcherError, LaunchError, RegisterError, SendError, SubscribeError,
+};
 pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;

@@ -12,7 +12,9 @@
 
 use crate::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
 use crate::demand::Demand;
+use crate::error::SendError;
 use crate::message::Envelope;
+use crate::named::NamedMbox;
 use std::fmt;
 use std::sync::Arc;
 
@@ -23,6 +25,7 @@ pub struct MboxId(pub(crate) usize);
 #[derive(Clone)]
 enum MboxKind {
     Direct(Arc<DynCell>),
+    Named(Arc<NamedMbox>),
 }
 
 /// A mailbox handle: clone it freely, send to it from any thread.
@@ -62,33 +65,64 @@ impl Mbox {
         }
     }
 
-    /// Sends an immutable message: its handlers receive `&M`.
+    pub(crate) fn named(m: Arc<NamedMbox>) -> Self {
+        Self {
+            kind: MboxKind::Named(m),
+        }
+    }
+
+    pub(crate) fn as_named(&self) -> Option<&Arc<NamedMbox>> {
+        match &self.kind {
+            MboxKind::Named(m) => Some(m),
+            MboxKind::Direct(_) => None,
+        }
+    }
+
+    /// Sends an immutable message: its handlers receive `&M`. On a multi-consumer mailbox,
+    /// every subscriber of `M` receives it (sharing one allocation), hence `M: Sync`.
     ///
-    /// Never fails for the sender: a message that cannot be delivered (the receiver is gone)
-    /// is counted as a dead letter (see [`Environment::dead_letters`](crate::Environment::dead_letters)).
+    /// Never fails for the sender: a message that cannot be delivered (the receiver is gone,
+    /// nobody subscribed) is counted as a dead letter (see
+    /// [`Environment::dead_letters`](crate::Environment::dead_letters)).
     #[inline]
-    pub fn send<M: Send + 'static>(&self, msg: M) {
-        self.deliver(Envelope::immutable(msg))
+    pub fn send<M: Send + Sync + 'static>(&self, msg: M) {
+        match &self.kind {
+            MboxKind::Direct(cell) => deliver_direct(cell, Envelope::immutable(msg)),
+            MboxKind::Named(m) => m.publish(msg),
+        }
     }
 
     /// Sends a mutable message: its one receiver's handler (subscribed with
-    /// [`Context::on_mut`](crate::Context::on_mut)) takes it by value.
+    /// [`Context::on_mut`](crate::Context::on_mut)) takes it by value. Only a single-consumer
+    /// mailbox (an agent's direct mailbox) can carry one: a multi-consumer mailbox refuses it
+    /// with [`SendError::MutableToMultiConsumer`] (and the message is dropped).
     #[inline]
-    pub fn send_mut<M: Send + 'static>(&self, msg: M) {
-        self.deliver(Envelope::mutable(msg))
+    pub fn send_mut<M: Send + 'static>(&self, msg: M) -> Result<(), SendError> {
+        match &self.kind {
+            MboxKind::Direct(cell) => {
+                deliver_direct(cell, Envelope::mutable(msg));
+                Ok(())
+            }
+            MboxKind::Named(m) => Err(SendError::MutableToMultiConsumer {
+                message_type: std::any::type_name::<M>(),
+                mailbox: m.name().unwrap_or("<anonymous>").to_string(),
+            }),
+        }
     }
 
     /// This mailbox's identity.
     pub fn id(&self) -> MboxId {
         match &self.kind {
             MboxKind::Direct(cell) => cell.mbox_id(),
+            MboxKind::Named(m) => m.id(),
         }
     }
 
-    #[inline(always)]
-    fn deliver(&self, msg: Envelope) {
+    /// The name of a named mailbox.
+    pub fn name(&self) -> Option<&str> {
         match &self.kind {
-            MboxKind::Direct(cell) => deliver_direct(cell, msg),
+            MboxKind::Direct(_) => None,
+            MboxKind::Named(m) => m.name(),
         }
     }
 }
@@ -142,11 +176,16 @@ fn reject(header: &crate::cell::Header, msg: Envelope) {
 
 #[inline(always)]
 fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
+    deliver_to(cell, cell.mbox_id(), msg)
+}
+
+/// Delivers `msg` to the agent of `cell`, as arriving through mailbox `mbox`.
+#[inline(always)]
+pub(crate) fn deliver_to(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope) {
     let header = &cell.header;
     if header.status() != ACTIVE {
         return reject(header, msg);
     }
-    let mbox = cell.mbox_id();
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
     if queue.is_running_here() {
@@ -170,6 +209,10 @@ impl fmt::Debug for Mbox {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             MboxKind::Direct(_) => write!(f, "Mbox::Direct({:#x})", self.id().0),
+            MboxKind::Named(m) => match m.name() {
+                Some(n) => write!(f, "Mbox::Named({n:?})"),
+                None => write!(f, "Mbox::Anonymous({:#x})", self.id().0),
+            },
         }
     }
 }

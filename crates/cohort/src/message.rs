@@ -11,6 +11,7 @@
 
 use std::any::TypeId;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
+use std::sync::Arc;
 
 /// Marks a message as mutable: it has exactly one receiver, which takes it by value.
 ///
@@ -33,6 +34,9 @@ pub(crate) struct MsgMeta {
     pub(crate) name: fn() -> &'static str,
     /// Drops an unconsumed payload; `None` when there is nothing to drop.
     pub(crate) drop: Option<unsafe fn(&mut Payload)>,
+    /// The payload is an `Arc<M>` shared by several receivers (1:N delivery), even when `M`
+    /// would fit inline.
+    pub(crate) shared: bool,
 }
 
 /// One word of payload: the message itself when it fits, else a pointer to its box.
@@ -50,11 +54,19 @@ impl<M: Send + 'static> Metas<M> {
         key: TypeId::of::<M>(),
         name: std::any::type_name::<M>,
         drop: drop_fn::<M>(),
+        shared: false,
+    };
+    const SHARED: &'static MsgMeta = &MsgMeta {
+        key: TypeId::of::<M>(),
+        name: std::any::type_name::<M>,
+        drop: Some(drop_arc::<M>),
+        shared: true,
     };
     const MUTABLE: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<Mutable<M>>(),
         name: std::any::type_name::<Mutable<M>>,
         drop: drop_fn::<M>(),
+        shared: false,
     };
 }
 
@@ -75,6 +87,14 @@ const fn drop_fn<M>() -> Option<unsafe fn(&mut Payload)> {
 unsafe fn drop_inline<M>(p: &mut Payload) {
     // SAFETY: the caller guarantees `p` holds an initialised `M` stored inline.
     unsafe { std::ptr::drop_in_place(p.as_mut_ptr().cast::<M>()) }
+}
+
+/// # Safety
+/// `p` holds a pointer obtained from `Arc::<M>::into_raw` whose strong count is owned by the
+/// envelope.
+unsafe fn drop_arc<M>(p: &mut Payload) {
+    // SAFETY: the caller guarantees `p` holds one strong count of a live `Arc<M>`.
+    unsafe { drop(Arc::from_raw(p.assume_init() as *const M)) }
 }
 
 /// # Safety
@@ -101,6 +121,17 @@ impl Envelope {
         Self {
             meta: Metas::<M>::IMMUTABLE,
             payload: store(msg),
+        }
+    }
+
+    /// One receiver's share of a message several receivers handle by reference.
+    #[inline]
+    pub(crate) fn shared<M: Send + Sync + 'static>(msg: Arc<M>) -> Self {
+        let mut payload = Payload::uninit();
+        payload.write(Arc::into_raw(msg) as usize);
+        Self {
+            meta: Metas::<M>::SHARED,
+            payload,
         }
     }
 
@@ -137,12 +168,13 @@ impl Envelope {
     /// `Mutable<M>`) and has not been consumed.
     #[inline]
     pub(crate) unsafe fn get<M: 'static>(&self) -> &M {
-        if is_inline::<M>() {
+        if is_inline::<M>() && !self.meta.shared {
             // SAFETY: inline messages are written at the start of the payload word, which is
             // large and aligned enough for `M` (`is_inline`), and initialised (caller).
             unsafe { &*self.payload.as_ptr().cast::<M>() }
         } else {
-            // SAFETY: a boxed payload holds a live `Box<M>` pointer (caller).
+            // SAFETY: a boxed or shared payload holds a live `Box<M>` or `Arc<M>` data pointer
+            // (caller); both point at the `M`.
             unsafe { &*(self.payload.assume_init() as *const M) }
         }
     }

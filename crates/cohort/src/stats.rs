@@ -20,7 +20,7 @@ pub struct RuntimeStats {
     pub coops: usize,
     /// Agents of registered cooperations.
     pub agents: usize,
-    /// Named mailboxes (none exist yet: always 0).
+    /// Named mailboxes alive.
     pub named_mailboxes: usize,
     /// Pending timers (none exist yet: always 0).
     pub timers: usize,

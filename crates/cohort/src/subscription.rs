@@ -7,10 +7,13 @@
 //! (`Self::on_ping`) is a zero-sized closure and costs no allocation.
 
 use crate::agent::{Agent, Context};
+use crate::cell::DynCell;
 use crate::error::SubscribeError;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
+use crate::named::NamedMbox;
 use std::any::TypeId;
+use std::sync::Arc;
 
 /// A type-erased handler: unpacks the envelope as its message type and calls the user's code.
 pub(crate) type Handler<A> = Box<dyn for<'c> FnMut(&mut A, Envelope, &mut Context<'c, A>) + Send>;
@@ -19,6 +22,8 @@ struct Entry<A: Agent> {
     key: TypeId,
     mbox: MboxId,
     handler: Handler<A>,
+    /// The multi-consumer mailbox this subscription is registered with, to unregister it.
+    named: Option<Arc<NamedMbox>>,
     /// The handler is out of the table, running (see [`Subscriptions::take`]).
     taken: bool,
 }
@@ -89,6 +94,7 @@ impl<A: Agent> Subscriptions<A> {
         key: TypeId,
         type_name: fn() -> &'static str,
         handler: Handler<A>,
+        named: Option<Arc<NamedMbox>>,
     ) -> Result<(), SubscribeError> {
         if self.entries.iter().any(|e| e.key == key && e.mbox == mbox) {
             return Err(SubscribeError::AlreadySubscribed {
@@ -101,6 +107,7 @@ impl<A: Agent> Subscriptions<A> {
             key,
             mbox,
             handler,
+            named,
             taken: false,
         });
         self.entries = v.into_boxed_slice();
@@ -108,12 +115,27 @@ impl<A: Agent> Subscriptions<A> {
     }
 
     /// Removes the handler for (mailbox, type); true if there was one.
-    pub(crate) fn remove(&mut self, mbox: MboxId, key: TypeId) -> bool {
+    pub(crate) fn remove(&mut self, mbox: MboxId, key: TypeId, cell: *const DynCell) -> bool {
         let before = self.entries.len();
         let mut v = std::mem::take(&mut self.entries).into_vec();
-        v.retain(|e| !(e.key == key && e.mbox == mbox));
+        v.retain(|e| {
+            let hit = e.key == key && e.mbox == mbox;
+            if hit && let Some(n) = &e.named {
+                n.unsubscribe(key, cell);
+            }
+            !hit
+        });
         let removed = before != v.len();
         self.entries = v.into_boxed_slice();
         removed
+    }
+
+    /// Drops every subscription, unregistering from multi-consumer mailboxes.
+    pub(crate) fn clear(&mut self, cell: *const DynCell) {
+        for e in std::mem::take(&mut self.entries).into_vec() {
+            if let Some(n) = &e.named {
+                n.unsubscribe(e.key, cell);
+            }
+        }
     }
 }

@@ -80,7 +80,7 @@ fn send_mut_moves_the_value_to_the_handler() {
 
         let v: Vec<u64> = (1..=1000).collect();
         let ptr = v.as_ptr() as usize;
-        taker.send_mut(v);
+        taker.send_mut(v).unwrap();
         assert_eq!(
             common::recv(&rx, "the Vec"),
             Got::Vec {
@@ -93,7 +93,7 @@ fn send_mut_moves_the_value_to_the_handler() {
 
         let b = Box::new(42u64);
         let ptr = &*b as *const u64 as usize;
-        taker.send_mut(b);
+        taker.send_mut(b).unwrap();
         assert_eq!(common::recv(&rx, "the Box"), Got::Boxed { ptr, value: 42 });
 
         let big = Big {
@@ -101,7 +101,7 @@ fn send_mut_moves_the_value_to_the_handler() {
             tag: [1, 2, 3, 4],
         };
         let ptr = big.data.as_ptr() as usize;
-        taker.send_mut(big);
+        taker.send_mut(big).unwrap();
         assert_eq!(
             common::recv(&rx, "the Big"),
             Got::Big {
@@ -113,7 +113,7 @@ fn send_mut_moves_the_value_to_the_handler() {
 
         // `String` and `Mutable<String>` are different subscriptions.
         taker.send(String::from("shared"));
-        taker.send_mut(String::from("owned"));
+        taker.send_mut(String::from("owned")).unwrap();
         assert_eq!(
             common::recv(&rx, "the shared String"),
             Got::SharedString("shared".into())
@@ -158,8 +158,8 @@ fn immutable_and_mutable_do_not_cross() {
         env.register_coop(coop).unwrap();
 
         picky.send(vec![1u64, 2, 3]); // immutable Vec<u64>: no handler
-        picky.send_mut(Ping); // mutable Ping: no handler
-        picky.send_mut(vec![4u64]); // handled
+        picky.send_mut(Ping).unwrap(); // mutable Ping: no handler
+        picky.send_mut(vec![4u64]).unwrap(); // handled
         picky.send(Ping); // handled
         assert_eq!(common::recv(&rx, "the mutable Vec"), "vec");
         assert_eq!(common::recv(&rx, "the immutable Ping"), "ping");
@@ -192,7 +192,7 @@ impl Agent for Giver {
     fn start(&mut self, _: &mut Context<'_, Self>) {
         let v: Vec<u64> = vec![9; 16];
         let _ = self.sent_ptr.send(v.as_ptr() as usize);
-        self.peer.send_mut(v);
+        self.peer.send_mut(v).unwrap();
     }
 }
 

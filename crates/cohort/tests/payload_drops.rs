@@ -114,7 +114,7 @@ fn send_shape(to: &Mbox, id: usize, log: &Arc<DropLog>) {
     match id % 3 {
         0 => to.send(Token::new(id, log)),
         1 => to.send(Heavy::new(id, log)),
-        _ => to.send_mut(Token::new(id, log)),
+        _ => to.send_mut(Token::new(id, log)).unwrap(),
     }
 }
 
@@ -179,7 +179,7 @@ fn dead_letters_are_dropped_once() {
         echo.send(Stray {
             _token: Token::new(2, &log),
         });
-        echo.send_mut(Token::new(3, &log)); // Echo only takes immutable tokens
+        echo.send_mut(Token::new(3, &log)).unwrap(); // Echo only takes immutable tokens
         echo.send(Token::new(4, &log));
         common::recv(&rx, "the echo's reply");
         assert_eq!(log.dropped(2), 1);
@@ -188,7 +188,7 @@ fn dead_letters_are_dropped_once() {
         env.stop_and_wait();
         // Receiver gone.
         consumer.send(Token::new(5, &log));
-        consumer.send_mut(Token::new(6, &log));
+        consumer.send_mut(Token::new(6, &log)).unwrap();
         consumer.send(Heavy::new(7, &log));
         assert_eq!(
             dead.all().iter().map(|(_, r)| *r).collect::<Vec<_>>(),
