@@ -42,3 +42,9 @@ pub const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// deque (tokio uses 61): bounds how long work sent from outside the pool waits behind a
 /// worker's own busy queues.
 pub const INJECTOR_INTERVAL: usize = 61;
+
+/// How long a queue must have waited in a busy `work_stealing` worker's LIFO slot, through
+/// one single turn of that worker, before an idle worker takes it. Twice the cost of waking
+/// a parked thread on the reference VM: ordinary hand-offs keep their affinity, a handler
+/// that blocks does not strand the agent it just woke.
+pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);

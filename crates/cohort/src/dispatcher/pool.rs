@@ -32,10 +32,10 @@ use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where scheduled queues wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +66,49 @@ const SHUT: usize = 1 << (usize::BITS - 1);
 
 type QueueRef = Arc<EventQueue>;
 
+/// A worker's LIFO slot: the queue a send from this worker just woke, run next by this
+/// worker. Another worker takes it only if it stays there through one long turn of its owner
+/// (longer than [`defaults::SLOT_STEAL_AFTER`]): a handler that blocks does not strand the
+/// agents it woke, while ordinary hand-offs keep their cache affinity.
+#[derive(Default)]
+struct Slot {
+    queue: AtomicPtr<EventQueue>,
+    /// Turns started by the owner.
+    turns: AtomicUsize,
+}
+
+impl Slot {
+    /// Puts `q` in the slot; returns the queue it displaced.
+    fn put(&self, q: QueueRef) -> Option<QueueRef> {
+        let old = self
+            .queue
+            .swap(Arc::into_raw(q) as *mut EventQueue, Ordering::AcqRel);
+        // SAFETY: a non-null slot pointer always comes from `Arc::into_raw` above and is owned
+        // by the slot; the swap transferred it to us.
+        (!old.is_null()).then(|| unsafe { Arc::from_raw(old) })
+    }
+
+    /// Takes the queue out of the slot.
+    fn take(&self) -> Option<QueueRef> {
+        if self.queue.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let old = self.queue.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: as in `put`.
+        (!old.is_null()).then(|| unsafe { Arc::from_raw(old) })
+    }
+
+    fn is_occupied(&self) -> bool {
+        !self.queue.load(Ordering::Relaxed).is_null()
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        drop(self.take());
+    }
+}
+
 /// One pool: its workers' shared state.
 pub(crate) struct Pool {
     name: String,
@@ -78,6 +121,11 @@ pub(crate) struct Pool {
     by_priority: Box<[Injector<QueueRef>]>,
     stealers: Box<[Stealer<QueueRef>]>,
     wakeups: Box<[Wakeup]>,
+    /// Each worker's LIFO slot (work stealing).
+    slots: Box<[Slot]>,
+    /// Each worker is parked with no time limit (so a filled LIFO slot elsewhere must wake it
+    /// once, to watch for a stranded queue).
+    parked_forever: Box<[std::sync::atomic::AtomicBool]>,
     probes: Box<[Arc<WorkerProbe>]>,
     /// Bound agents, with [`SHUT`] once the pool is shut down.
     bound: AtomicUsize,
@@ -98,7 +146,9 @@ struct WorkerCtx {
     pool: *const Pool,
     index: usize,
     local: Worker<QueueRef>,
-    lifo: Cell<Option<QueueRef>>,
+    /// Last time each other worker's LIFO slot was seen occupied during the same turn of its
+    /// owner: (turn seen, since when), to steal a queue stranded there (see `Slot`).
+    slot_watch: std::cell::RefCell<Vec<Option<(usize, Instant)>>>,
     /// Turns taken, for the injector's periodic priority.
     ticks: Cell<usize>,
     /// Quoted round robin: the priority being served and the demands left in its quota.
@@ -133,6 +183,10 @@ impl Pool {
             },
             stealers,
             wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
+            slots: (0..threads).map(|_| Slot::default()).collect(),
+            parked_forever: (0..threads)
+                .map(|_| std::sync::atomic::AtomicBool::new(false))
+                .collect(),
             probes: (0..threads)
                 .map(|i| WorkerProbe::new(format!("cohort-{name}-{i}"), switch.clone()))
                 .collect(),
@@ -179,6 +233,26 @@ impl Pool {
         // context, which lives until `run_worker` returns (it resets the pointer first).
         let w = unsafe { w.as_ref()? };
         std::ptr::eq(w.pool, self).then_some(w)
+    }
+
+    /// A LIFO slot was filled: workers parked with no time limit wake once to watch it.
+    fn wake_forever_parked(&self, filler: usize) {
+        fence(Ordering::SeqCst);
+        for (j, parked) in self.parked_forever.iter().enumerate() {
+            if j != filler && parked.load(Ordering::Relaxed) {
+                self.wakeups[j].notify_fenced();
+            }
+        }
+    }
+
+    /// Rejects the demands of every queue still scheduled (the workers are gone).
+    fn sweep(&self) {
+        let runs = std::iter::once(&self.injector).chain(self.by_priority.iter());
+        for inj in runs {
+            while let Some(q) = Self::steal_from(inj) {
+                q.reject_remote();
+            }
+        }
     }
 
     /// Wakes one parked worker, if any.
@@ -237,14 +311,15 @@ impl Pool {
         {
             return Some(q);
         }
+        let slot = &self.slots[ctx.index];
         if *lifo_streak < defaults::LIFO_STREAK
-            && let Some(q) = ctx.lifo.take()
+            && let Some(q) = slot.take()
         {
             *lifo_streak += 1;
             return Some(q);
         }
         *lifo_streak = 0;
-        if let Some(q) = ctx.local.pop().or_else(|| ctx.lifo.take()) {
+        if let Some(q) = ctx.local.pop().or_else(|| slot.take()) {
             return Some(q);
         }
         loop {
@@ -263,6 +338,34 @@ impl Pool {
                     Steal::Retry => continue,
                     Steal::Empty => break,
                 }
+            }
+        }
+        self.steal_stranded_slot(ctx)
+    }
+
+    /// Takes a queue that has waited in another worker's LIFO slot through one turn of its
+    /// owner longer than [`defaults::SLOT_STEAL_AFTER`].
+    fn steal_stranded_slot(&self, ctx: &WorkerCtx) -> Option<QueueRef> {
+        let mut watch = ctx.slot_watch.borrow_mut();
+        for (j, slot) in self.slots.iter().enumerate() {
+            if j == ctx.index {
+                continue;
+            }
+            if !slot.is_occupied() {
+                watch[j] = None;
+                continue;
+            }
+            let turn = slot.turns.load(Ordering::Acquire);
+            match watch[j] {
+                Some((t, since)) if t == turn => {
+                    if since.elapsed() >= defaults::SLOT_STEAL_AFTER {
+                        watch[j] = None;
+                        if let Some(q) = slot.take() {
+                            return Some(q);
+                        }
+                    }
+                }
+                _ => watch[j] = Some((turn, Instant::now())),
             }
         }
         None
@@ -317,7 +420,7 @@ impl Pool {
             pool: Arc::as_ptr(&self),
             index,
             local,
-            lifo: Cell::new(None),
+            slot_watch: std::cell::RefCell::new(vec![None; self.slots.len()]),
             ticks: Cell::new(0),
             // "Priority 0, quota spent": the first search wraps to the highest priority.
             prio_cursor: Cell::new((0, 0)),
@@ -339,19 +442,41 @@ impl Pool {
             }
             let t0 = probe.start();
             if !spin_until(|| self.has_work(&ctx) || self.is_done(), self.spin) {
-                self.wakeups[index].sleep(|| self.has_work(&ctx) || self.is_done());
+                let work = || self.has_work(&ctx) || self.is_done();
+                if self
+                    .slots
+                    .iter()
+                    .enumerate()
+                    .any(|(j, s)| j != index && s.is_occupied())
+                {
+                    // Another worker's LIFO slot holds a queue: look again soon, in case that
+                    // worker is blocked and the queue needs taking (nobody would wake us).
+                    self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
+                } else {
+                    self.parked_forever[index].store(true, Ordering::SeqCst);
+                    self.wakeups[index].sleep(work);
+                    self.parked_forever[index].store(false, Ordering::Relaxed);
+                }
             }
             if let Some(t0) = t0 {
                 probe.idle(t0);
             }
         }
         CURRENT_WORKER.with(|c| c.set(std::ptr::null()));
+        // Whatever was scheduled after the last look goes to the dead letters.
+        self.sweep();
+        while let Some(q) = ctx.local.pop().or_else(|| self.slots[index].take()) {
+            q.reject_remote();
+        }
     }
 
     /// Runs up to `max_demands_at_once` demands of `q`, then schedules it again if it has
     /// more (on this worker's own deque under work stealing: soft affinity).
     /// Returns how many demands ran and (when `measure`) how many are left in the queue.
     fn run_turn(&self, ctx: &WorkerCtx, q: QueueRef, measure: bool) -> (usize, usize) {
+        if self.policy == Policy::Stealing {
+            self.slots[ctx.index].turns.fetch_add(1, Ordering::Release);
+        }
         q.begin_turn();
         let mut ran = 0;
         let mut left = 0;
@@ -445,9 +570,12 @@ impl Schedule<Demand> for Pool {
             && let Some(w) = self.current_worker()
         {
             // Runs next on this worker: the sender's data is hot in its cache.
-            if let Some(prev) = w.lifo.replace(Some(q)) {
-                w.local.push(prev);
-                self.wake_one();
+            match self.slots[w.index].put(q) {
+                Some(prev) => {
+                    w.local.push(prev);
+                    self.wake_one();
+                }
+                None => self.wake_forever_parked(w.index),
             }
             return;
         }
@@ -457,6 +585,12 @@ impl Schedule<Demand> for Pool {
             self.injector.push(q);
         }
         self.wake_one();
+        // The workers may have exited (every agent gone) after this queue's sender saw its
+        // agent alive: reject what nobody will run, counted as dead letters.
+        fence(Ordering::SeqCst);
+        if self.is_done() {
+            self.sweep();
+        }
     }
 }
 

@@ -240,7 +240,7 @@ impl<T: QueueItem> EventQueue<T> {
     }
 
     #[cold]
-    fn reject_remote(&self) {
+    pub(crate) fn reject_remote(&self) {
         while let Some(d) = self.remote.pop() {
             d.reject();
         }

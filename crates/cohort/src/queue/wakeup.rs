@@ -77,6 +77,17 @@ impl Wakeup {
         }
     }
 
+    /// As [`Wakeup::sleep`], but parks for at most `timeout`.
+    #[cfg(not(loom))]
+    pub(crate) fn sleep_timeout(&self, timeout: std::time::Duration, has_work: impl Fn() -> bool) {
+        self.sleeping.store(true, Relaxed);
+        fence(SeqCst);
+        if !has_work() {
+            std::thread::park_timeout(timeout);
+        }
+        self.sleeping.store(false, Relaxed);
+    }
+
     /// Called by the worker when it found no work: parks unless `has_work` turns true after
     /// the worker announced that it sleeps. Returns on a notify (or spuriously); the caller
     /// re-checks for work.

@@ -5,8 +5,10 @@
 //! Each test binary uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+use cohort::dispatcher::{Fifo, PoolBindParams};
 use cohort::{
-    Agent, Context, DeadLetter, DefineError, DeliveryFailure, EnvironmentBuilder, Mbox, WrappedEnv,
+    Agent, Binder, Context, DeadLetter, DefineError, DeliveryFailure, DispatcherHandle,
+    EnvironmentBuilder, Mbox, WrappedEnv,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -275,6 +277,84 @@ impl Agent for Idle {}
 /// dropped). Runs inside a watchdog, which bounds it.
 pub fn wait_until(cond: impl Fn() -> bool) {
     while !cond() {
+        std::thread::yield_now();
+    }
+}
+
+/// The two pool dispatchers, for tests that run on each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolKind {
+    /// `thread_pool`: one shared FIFO run queue.
+    ThreadPool,
+    /// `work_stealing`: per-worker deques, a LIFO slot, stealing.
+    WorkStealing,
+}
+
+impl PoolKind {
+    pub const ALL: [PoolKind; 2] = [PoolKind::ThreadPool, PoolKind::WorkStealing];
+
+    /// Builds a pool of this kind named `name` with `threads` workers (threads
+    /// `cohort-<name>-<i>`).
+    #[track_caller]
+    pub fn build(self, env: &cohort::Environment, name: &str, threads: usize) -> DispatcherHandle {
+        match self {
+            PoolKind::ThreadPool => cohort::ThreadPoolBuilder::new()
+                .name(name)
+                .threads(threads)
+                .build(env),
+            PoolKind::WorkStealing => cohort::WorkStealingBuilder::new()
+                .name(name)
+                .threads(threads)
+                .build(env),
+        }
+        .unwrap_or_else(|e| panic!("build {self:?} `{name}`: {e}"))
+    }
+}
+
+/// A binder to `pool` with the given fifo and `max_demands_at_once`.
+#[track_caller]
+pub fn pool_binder(pool: &DispatcherHandle, fifo: Fifo, max_demands_at_once: usize) -> Binder {
+    pool.pool_binder(
+        PoolBindParams::new()
+            .fifo(fifo)
+            .max_demands_at_once(max_demands_at_once),
+    )
+    .expect("valid pool binding parameters")
+}
+
+/// The names of this process's live threads that start with `prefix`, read from
+/// `/proc/self/task/*/comm` (Linux; the kernel keeps the first 15 bytes of a name, so keep
+/// the prefix shorter than that).
+pub fn threads_named(prefix: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return names;
+    };
+    for task in tasks.flatten() {
+        // A task that exits between the listing and the read is simply skipped.
+        if let Ok(comm) = std::fs::read_to_string(task.path().join("comm")) {
+            let comm = comm.trim_end();
+            if comm.starts_with(prefix) {
+                names.push(comm.to_owned());
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+/// Polls (yielding) until `cond` holds or `limit` has passed; returns whether it held. For
+/// state the kernel updates just after an event the test observed (a joined thread leaves
+/// `/proc/self/task` right after `join` returns).
+pub fn poll_until(limit: Duration, cond: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit * scale();
+    loop {
+        if cond() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
         std::thread::yield_now();
     }
 }
