@@ -454,12 +454,22 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         // Nothing of the agent runs again: free its handlers and its value now rather than
         // when the last mailbox goes (and break the cycles of agents holding mailboxes).
         self.subs.clear(this.as_ptr());
-        // SAFETY: the cell is alive and we run its queue; the status is FINISHED, so no
-        // handler touches the agent again.
-        unsafe {
-            let header = &this.as_ref().header;
-            *header.agent_dropped.get() = true;
-            ManuallyDrop::drop(&mut self.agent);
+        let agent = &mut self.agent;
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the cell is alive and we run its queue; the status is FINISHED, so no
+            // handler touches the agent again, and the flag keeps it from a second drop.
+            unsafe {
+                let header = &this.as_ref().header;
+                *header.agent_dropped.get() = true;
+                ManuallyDrop::drop(agent);
+            }
+        }));
+        if let Err(payload) = dropped {
+            // The cooperation's finish must complete whatever the agent's `Drop` does.
+            // SAFETY: the cell is alive while its demands run.
+            unsafe { this.as_ref() }.header.env.count_panic();
+            let what = panic_message(&*payload);
+            tracing::error!(panic = %what, "agent value panicked when dropped after finish");
         }
     }
 

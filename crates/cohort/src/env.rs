@@ -592,6 +592,11 @@ impl Environment {
             .stats_thread
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(StatsThread { stop, handle });
+        // A `stop` that raced with this call may have missed the thread: stop it now.
+        if self.is_stopping() {
+            self.0.stop_stats();
+            return Err(DispatcherError::EnvironmentStopped);
+        }
         Ok(())
     }
 

@@ -37,7 +37,8 @@ pub struct RuntimeStats {
 pub struct DispatcherStats {
     /// The dispatcher's name.
     pub name: String,
-    /// Its kind: `one_thread`, `active_obj`, `active_group`, `thread_pool`, `work_stealing`.
+    /// Its kind: `one_thread`, `active_obj`, `active_group`, `thread_pool`, `work_stealing`,
+    /// `prio_one_thread::strictly_ordered` or `prio_one_thread::quoted_round_robin`.
     pub kind: &'static str,
     /// Its worker threads (counters are only kept while statistics are on).
     pub workers: Vec<WorkerStats>,

@@ -250,7 +250,7 @@ impl Pool {
         let runs = std::iter::once(&self.injector).chain(self.by_priority.iter());
         for inj in runs {
             while let Some(q) = Self::steal_from(inj) {
-                q.reject_remote();
+                q.abandon();
             }
         }
     }
@@ -466,7 +466,7 @@ impl Pool {
         // Whatever was scheduled after the last look goes to the dead letters.
         self.sweep();
         while let Some(q) = ctx.local.pop().or_else(|| self.slots[index].take()) {
-            q.reject_remote();
+            q.abandon();
         }
     }
 

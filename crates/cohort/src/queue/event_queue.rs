@@ -239,6 +239,17 @@ impl<T: QueueItem> EventQueue<T> {
         self.reject_remote();
     }
 
+    /// A pool swept this scheduled queue (its workers are gone): reject what it holds and
+    /// make it idle again, so that a later send finds it idle and is rejected in turn.
+    #[cold]
+    pub(crate) fn abandon(&self) {
+        self.reject_remote();
+        if let Notifier::Pool { state, .. } = &self.notifier {
+            state.store(IDLE, Ordering::SeqCst);
+        }
+        self.reject_remote();
+    }
+
     #[cold]
     pub(crate) fn reject_remote(&self) {
         while let Some(d) = self.remote.pop() {

@@ -88,6 +88,12 @@ impl Wakeup {
         self.sleeping.store(false, Relaxed);
     }
 
+    /// Under loom (no timed park): as [`Wakeup::sleep`].
+    #[cfg(loom)]
+    pub(crate) fn sleep_timeout(&self, _timeout: std::time::Duration, has_work: impl Fn() -> bool) {
+        self.sleep(has_work)
+    }
+
     /// Called by the worker when it found no work: parks unless `has_work` turns true after
     /// the worker announced that it sleeps. Returns on a notify (or spuriously); the caller
     /// re-checks for work.
