@@ -9,7 +9,7 @@
 use crate::cell::DynCell;
 use crate::dead_letter::DeliveryFailure;
 use crate::env::EnvShared;
-use crate::mbox::{MboxId, deliver_to};
+use crate::mbox::{MboxId, deliver_batched};
 use crate::message::{Envelope, is_inline};
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -71,6 +71,7 @@ impl NamedMbox {
             return self.no_subscriber::<M>();
         };
         let id = self.id();
+        let mut pending = None;
         if is_inline::<M>() && !std::mem::needs_drop::<M>() {
             // One word without drop glue: every receiver gets its own copy of the bits.
             let msg = std::mem::ManuallyDrop::new(msg);
@@ -78,13 +79,16 @@ impl NamedMbox {
                 // SAFETY: `M` has no drop glue, so bitwise copies are never dropped twice;
                 // receivers only read them by reference (immutable messages).
                 let copy = unsafe { std::ptr::read(&*msg) };
-                deliver_to(&s.cell, id, Envelope::immutable(copy));
+                deliver_batched(&s.cell, id, Envelope::immutable(copy), &mut pending);
             }
         } else {
             let shared = Arc::new(msg);
             for s in list {
-                deliver_to(&s.cell, id, Envelope::shared(shared.clone()));
+                deliver_batched(&s.cell, id, Envelope::shared(shared.clone()), &mut pending);
             }
+        }
+        if let Some(q) = pending {
+            q.announce();
         }
     }
 

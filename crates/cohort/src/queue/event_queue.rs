@@ -144,6 +144,19 @@ impl<T: QueueItem> EventQueue<T> {
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
         self.remote.push(d);
+        self.announce();
+    }
+
+    /// Pushes from any thread without making the queue run yet: the caller calls
+    /// [`EventQueue::announce`] after its last push (1:N sends batch their wake-ups).
+    #[inline]
+    pub(crate) fn enqueue_remote(&self, d: T) {
+        self.remote.push(d);
+    }
+
+    /// Makes the queue run after remote pushes: wakes its worker or schedules it.
+    #[inline]
+    pub(crate) fn announce(&self) {
         match &self.notifier {
             Notifier::Thread(wakeup) => {
                 wakeup.notify();
