@@ -15,7 +15,10 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use machine::Machine;
 use report::{Format, Record};
-use scenarios::{Dispatcher, FifoArg, Placement, ping_pong, skynet};
+use scenarios::{
+    Dispatcher, FifoArg, Placement, counting_actor, parallel_thread_ring, ping_pong,
+    producer_consumer, self_send, skynet, thread_ring,
+};
 use serde_json::{Map, Value, json};
 
 #[derive(Parser)]
@@ -53,6 +56,22 @@ enum Command {
     PingPong(PingPongArgs),
     /// One million agents created in a tree, summing their ordinals (sobjectizer-performance-part3).
     Skynet(SkynetArgs),
+    /// One token passed round a ring of 503 agents (theron ThreadRing).
+    ThreadRing(ThreadRingArgs),
+    /// 503 tokens passed round a ring of 503 agents at once (theron ParallelThreadRing).
+    ParallelThreadRing(ParallelThreadRingArgs),
+    /// A plain thread floods one counting agent with messages (theron CountingActor).
+    CountingActor(CountingActorArgs),
+    /// Producer agents flood one consumer agent (theron ProducerConsumer).
+    ProducerConsumer(ProducerConsumerArgs),
+    /// Workers sending signals to themselves: the bulk effect of max_demands_at_once
+    /// (sobjectizer-performance-part3).
+    #[command(mut_arg("dispatcher", |a| a.default_value("thread-pool")))]
+    #[command(mut_arg("fifo", |a| a.help("Fifo of a pool dispatcher (default: individual)")))]
+    SelfSend(SelfSendArgs),
+    /// The seed's self-send grids across max_demands_at_once, on thread_pool and
+    /// work_stealing: one record per cell.
+    SelfSendGrid(SelfSendGridArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -80,6 +99,88 @@ struct SkynetArgs {
     placement: Placement,
 }
 
+#[derive(Args, Clone)]
+struct ThreadRingArgs {
+    /// Agents in the ring.
+    #[arg(long, default_value_t = thread_ring::RING_SIZE)]
+    agents: u64,
+    /// Hops the token makes (the seed's full run: 50,000,000).
+    #[arg(long, default_value_t = 10_000_000)]
+    hops: u64,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct ParallelThreadRingArgs {
+    /// Agents in the ring.
+    #[arg(long, default_value_t = thread_ring::RING_SIZE)]
+    agents: u64,
+    /// Tokens travelling at once (token k starts at agent k; at most --agents).
+    #[arg(long, default_value_t = thread_ring::RING_SIZE)]
+    tokens: u64,
+    /// Hops in all, split among the tokens as the seed does (its full run: 50,000,000).
+    #[arg(long, default_value_t = 10_000_000)]
+    hops: u64,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct CountingActorArgs {
+    /// Messages the writer thread sends (the seed's full run: 50,000,000; 3,000,000 is the
+    /// size "typically used online").
+    #[arg(long, default_value_t = 3_000_000)]
+    count: u64,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct ProducerConsumerArgs {
+    /// Messages in all, shared equally among the producers.
+    #[arg(long, default_value_t = 50_000_000)]
+    count: u64,
+    /// Producer agents.
+    #[arg(long, default_value_t = producer_consumer::PRODUCERS)]
+    producers: u64,
+    /// Messages a producer sends per event before yielding (continuing with a self-signal).
+    #[arg(long, default_value_t = producer_consumer::BURST)]
+    burst: u64,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct SelfSendArgs {
+    /// Worker agents.
+    #[arg(long, default_value_t = self_send::WORKERS)]
+    workers: u64,
+    /// Signals each worker handles.
+    #[arg(long = "message-count", default_value_t = self_send::MESSAGE_COUNT)]
+    message_count: u64,
+    /// Signals each worker sends itself in `start` (signals in flight per worker).
+    #[arg(long = "start-batch", default_value_t = self_send::START_BATCH)]
+    start_batch: u64,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct SelfSendGridArgs {
+    /// Scales the message count per worker of both grids (0 < scale <= 1; e.g. 0.01 for a
+    /// quick look).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Worker threads of the pools.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Only one of the seed's grids: 1 (50 workers x 1M, start batch 1) or 2 (1,000 workers x
+    /// 1M, start batch 100).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    only: Option<u8>,
+}
+
 fn main() {
     let cli = Cli::parse();
     let format = if cli.common.json {
@@ -93,6 +194,28 @@ fn main() {
     let records = match cli.command {
         Command::PingPong(a) => ping_pong_records(&a, cli.common.runs.unwrap_or(5), &machine),
         Command::Skynet(a) => skynet_records(&a, cli.common.runs.unwrap_or(5), &machine),
+        Command::ThreadRing(a) => thread_ring_records(&a, cli.common.runs.unwrap_or(5), &machine),
+        Command::ParallelThreadRing(a) => {
+            parallel_thread_ring_records(&a, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::CountingActor(a) => {
+            counting_actor_records(&a, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::ProducerConsumer(a) => {
+            producer_consumer_records(&a, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::SelfSend(a) => self_send_records(&a, cli.common.runs.unwrap_or(5), &machine),
+        Command::SelfSendGrid(a) => match self_send::validate_scale(a.scale) {
+            Ok(()) => suite(
+                &self_send_grid(a.scale, a.threads, a.only),
+                cli.common.runs.unwrap_or(5),
+                &machine,
+            ),
+            Err(e) => {
+                eprintln!("cohort-bench: {e}");
+                std::process::exit(2);
+            }
+        },
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -107,6 +230,105 @@ fn main() {
 enum Step {
     PingPong(PingPongArgs),
     Skynet(SkynetArgs),
+    ThreadRing(ThreadRingArgs),
+    ParallelThreadRing(ParallelThreadRingArgs),
+    CountingActor(CountingActorArgs),
+    ProducerConsumer(ProducerConsumerArgs),
+    SelfSend(SelfSendArgs),
+}
+
+/// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
+/// work_stealing, `threads` each, across `max_demands`.
+fn pool_grid(threads: usize, max_demands: &[usize]) -> Vec<Placement> {
+    let mut out = Vec::new();
+    for d in [Dispatcher::ThreadPool, Dispatcher::WorkStealing] {
+        for &m in max_demands {
+            let mut p = Placement::of(d).fifo(FifoArg::Individual);
+            p.threads = threads;
+            p.max_demands = m;
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The seed's two self-send grids (or one of them), message counts scaled by `scale`.
+fn self_send_grid(scale: f64, threads: usize, only: Option<u8>) -> Vec<Step> {
+    let mut plan = Vec::new();
+    for (i, (workers, count, start_batch)) in self_send::GRIDS.into_iter().enumerate() {
+        if only.is_some_and(|g| usize::from(g) != i + 1) {
+            continue;
+        }
+        for placement in pool_grid(threads, &self_send::GRID_MAX_DEMANDS) {
+            plan.push(Step::SelfSend(SelfSendArgs {
+                workers,
+                message_count: self_send::scaled(count, scale),
+                start_batch,
+                placement,
+            }));
+        }
+    }
+    plan
+}
+
+/// ThreadRing on one thread and on the 2-thread pools.
+fn thread_rings(hops: u64) -> Vec<Step> {
+    [
+        Placement::of(Dispatcher::OneThread),
+        Placement::of(Dispatcher::ThreadPool).fifo(FifoArg::Cooperation),
+        Placement::of(Dispatcher::ThreadPool).fifo(FifoArg::Individual),
+        Placement::of(Dispatcher::WorkStealing),
+    ]
+    .into_iter()
+    .map(|placement| {
+        Step::ThreadRing(ThreadRingArgs {
+            agents: thread_ring::RING_SIZE,
+            hops,
+            placement,
+        })
+    })
+    .collect()
+}
+
+/// ParallelThreadRing on one thread and on the 2-thread pools (individual fifo: with a
+/// cooperation fifo the whole ring is one queue, as on one thread).
+fn parallel_thread_rings(hops: u64) -> Vec<Step> {
+    [
+        Placement::of(Dispatcher::OneThread),
+        Placement::of(Dispatcher::ThreadPool).fifo(FifoArg::Individual),
+        Placement::of(Dispatcher::WorkStealing),
+    ]
+    .into_iter()
+    .map(|placement| {
+        Step::ParallelThreadRing(ParallelThreadRingArgs {
+            agents: thread_ring::RING_SIZE,
+            tokens: thread_ring::RING_SIZE,
+            hops,
+            placement,
+        })
+    })
+    .collect()
+}
+
+/// CountingActor (counter on one thread) and ProducerConsumer (on one thread, and on
+/// work_stealing where producers and consumer run in parallel).
+fn floods(counting: u64, producer_consumer: u64) -> Vec<Step> {
+    let mut plan = vec![Step::CountingActor(CountingActorArgs {
+        count: counting,
+        placement: Placement::of(Dispatcher::OneThread),
+    })];
+    for placement in [
+        Placement::of(Dispatcher::OneThread),
+        Placement::of(Dispatcher::WorkStealing),
+    ] {
+        plan.push(Step::ProducerConsumer(ProducerConsumerArgs {
+            count: producer_consumer,
+            producers: producer_consumer::PRODUCERS,
+            burst: producer_consumer::BURST,
+            placement,
+        }));
+    }
+    plan
 }
 
 fn pool_ping_pongs(count: u64) -> Vec<Step> {
@@ -139,6 +361,17 @@ fn quick_plan() -> Vec<Step> {
         branching: 10,
         placement: Placement::of(Dispatcher::OneThread),
     }));
+    plan.extend(thread_rings(1_000_000));
+    plan.extend(parallel_thread_rings(1_000_000));
+    plan.extend(floods(1_000_000, 1_000_000));
+    for placement in pool_grid(2, &[4, 100]) {
+        plan.push(Step::SelfSend(SelfSendArgs {
+            workers: self_send::WORKERS,
+            message_count: 20_000,
+            start_batch: self_send::START_BATCH,
+            placement,
+        }));
+    }
     plan
 }
 
@@ -159,6 +392,14 @@ fn full_plan() -> Vec<Step> {
         branching: 10,
         placement: Placement::of(Dispatcher::OneThread),
     }));
+    plan.extend(thread_rings(50_000_000));
+    plan.extend(parallel_thread_rings(50_000_000));
+    plan.push(Step::CountingActor(CountingActorArgs {
+        count: 3_000_000,
+        placement: Placement::of(Dispatcher::OneThread),
+    }));
+    plan.extend(floods(50_000_000, 50_000_000));
+    plan.extend(self_send_grid(1.0, 2, None));
     plan
 }
 
@@ -177,6 +418,31 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::Skynet(a) => {
                 bar.set_message(format!("skynet {}", a.placement.label()));
                 out.extend(skynet_records(a, runs, machine));
+            }
+            Step::ThreadRing(a) => {
+                bar.set_message(format!("thread-ring {}", a.placement.label()));
+                out.extend(thread_ring_records(a, runs, machine));
+            }
+            Step::ParallelThreadRing(a) => {
+                bar.set_message(format!("parallel-thread-ring {}", a.placement.label()));
+                out.extend(parallel_thread_ring_records(a, runs, machine));
+            }
+            Step::CountingActor(a) => {
+                bar.set_message(format!("counting-actor {}", a.placement.label()));
+                out.extend(counting_actor_records(a, runs, machine));
+            }
+            Step::ProducerConsumer(a) => {
+                bar.set_message(format!("producer-consumer {}", a.placement.label()));
+                out.extend(producer_consumer_records(a, runs, machine));
+            }
+            Step::SelfSend(a) => {
+                bar.set_message(format!(
+                    "self-send {} workers x {} {}",
+                    a.workers,
+                    a.message_count,
+                    self_send::placement_of(a.placement).label()
+                ));
+                out.extend(self_send_records(a, runs, machine));
             }
         }
         bar.inc(1);
@@ -296,4 +562,141 @@ fn skynet_records(a: &SkynetArgs, runs: usize, machine: &Machine) -> Vec<Record>
         ));
     }
     out
+}
+
+/// Runs `run` `runs` times; each run returns its (metric, value) samples, in the same order
+/// every time. One record per metric, or one failed record at the first error.
+fn sampled(
+    scenario: &str,
+    variant: &str,
+    p: &Map<String, Value>,
+    runs: usize,
+    machine: &Machine,
+    mut run: impl FnMut() -> Result<Vec<(&'static str, f64)>, String>,
+) -> Vec<Record> {
+    let mut metrics: Vec<(&'static str, Vec<f64>)> = Vec::new();
+    for _ in 0..runs.max(1) {
+        match run() {
+            Ok(samples) => {
+                for (metric, v) in samples {
+                    match metrics.iter_mut().find(|(m, _)| *m == metric) {
+                        Some((_, vs)) => vs.push(v),
+                        None => metrics.push((metric, vec![v])),
+                    }
+                }
+            }
+            Err(e) => return vec![Record::failed(scenario, variant, p, e, machine)],
+        }
+    }
+    metrics
+        .iter()
+        .map(|(metric, vs)| Record::from_samples(scenario, variant, p, metric, vs, machine))
+        .collect()
+}
+
+fn thread_ring_records(a: &ThreadRingArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let variant = format!("{}, {} agents", a.placement.label(), a.agents);
+    let p = params(merge(
+        json!({ "agents": a.agents, "hops": a.hops, "tokens": 1 }),
+        a.placement.params(),
+    ));
+    sampled("thread-ring", &variant, &p, runs, machine, || {
+        let o = thread_ring::run_once(a.agents, a.hops, a.placement)?;
+        let s = o.elapsed.as_secs_f64();
+        Ok(vec![("hops_per_s", o.hops as f64 / s), ("elapsed_s", s)])
+    })
+}
+
+fn parallel_thread_ring_records(
+    a: &ParallelThreadRingArgs,
+    runs: usize,
+    machine: &Machine,
+) -> Vec<Record> {
+    let variant = format!(
+        "{}, {} agents, {} tokens",
+        a.placement.label(),
+        a.agents,
+        a.tokens
+    );
+    let p = params(merge(
+        json!({ "agents": a.agents, "hops": a.hops, "tokens": a.tokens }),
+        a.placement.params(),
+    ));
+    sampled("parallel-thread-ring", &variant, &p, runs, machine, || {
+        let o = parallel_thread_ring::run_once(a.agents, a.tokens, a.hops, a.placement)?;
+        let s = o.elapsed.as_secs_f64();
+        Ok(vec![("hops_per_s", o.hops as f64 / s), ("elapsed_s", s)])
+    })
+}
+
+fn counting_actor_records(a: &CountingActorArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let variant = format!("{}, writer: plain thread", a.placement.label());
+    let p = params(merge(
+        json!({ "count": a.count, "writer": "plain thread" }),
+        a.placement.params(),
+    ));
+    sampled("counting-actor", &variant, &p, runs, machine, || {
+        let o = counting_actor::run_once(a.count, a.placement)?;
+        let s = o.elapsed.as_secs_f64();
+        Ok(vec![
+            ("messages_per_s", o.count as f64 / s),
+            ("elapsed_s", s),
+            (
+                "send_messages_per_s",
+                o.count as f64 / o.send_elapsed.as_secs_f64(),
+            ),
+        ])
+    })
+}
+
+fn producer_consumer_records(
+    a: &ProducerConsumerArgs,
+    runs: usize,
+    machine: &Machine,
+) -> Vec<Record> {
+    let variant = format!(
+        "{}, {} producers, burst {}",
+        a.placement.label(),
+        a.producers,
+        a.burst
+    );
+    let p = params(merge(
+        json!({ "count": a.count, "producers": a.producers, "burst": a.burst }),
+        a.placement.params(),
+    ));
+    sampled("producer-consumer", &variant, &p, runs, machine, || {
+        let o = producer_consumer::run_once(a.count, a.producers, a.burst, a.placement)?;
+        let s = o.elapsed.as_secs_f64();
+        Ok(vec![
+            ("messages_per_s", o.count as f64 / s),
+            ("elapsed_s", s),
+        ])
+    })
+}
+
+fn self_send_records(a: &SelfSendArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let placement = self_send::placement_of(a.placement);
+    let variant = format!(
+        "{}, {} workers x {}, start batch {}",
+        placement.label(),
+        a.workers,
+        report::thousands(a.message_count),
+        a.start_batch
+    );
+    let p = params(merge(
+        json!({
+            "workers": a.workers,
+            "message_count": a.message_count,
+            "start_batch": a.start_batch,
+        }),
+        placement.params(),
+    ));
+    sampled("self-send", &variant, &p, runs, machine, || {
+        let o = self_send::run_once(a.workers, a.message_count, a.start_batch, placement)?;
+        let s = o.elapsed.as_secs_f64();
+        Ok(vec![
+            ("elapsed_s", s),
+            ("messages_per_s", o.messages as f64 / s),
+        ])
+    })
 }

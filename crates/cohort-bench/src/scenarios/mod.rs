@@ -1,7 +1,12 @@
 //! The benchmark scenarios, one module each, and where their agents run.
 
+pub mod counting_actor;
+pub mod parallel_thread_ring;
 pub mod ping_pong;
+pub mod producer_consumer;
+pub mod self_send;
 pub mod skynet;
+pub mod thread_ring;
 
 use cohort::dispatcher::{Fifo, PoolBindParams};
 
