@@ -30,6 +30,7 @@ use crate::queue::wakeup::Wakeup;
 use crate::queue::{EventQueue, RunningGuard, Schedule};
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering, fence};
@@ -82,7 +83,8 @@ impl Slot {
     fn put(&self, q: QueueRef) -> Option<QueueRef> {
         let old = self
             .queue
-            .swap(Arc::into_raw(q) as *mut EventQueue, Ordering::AcqRel);
+            // SeqCst: ordered with a worker announcing it parks (see `wake_forever_parked`).
+            .swap(Arc::into_raw(q) as *mut EventQueue, Ordering::SeqCst);
         // SAFETY: a non-null slot pointer always comes from `Arc::into_raw` above and is owned
         // by the slot; the swap transferred it to us.
         (!old.is_null()).then(|| unsafe { Arc::from_raw(old) })
@@ -99,7 +101,7 @@ impl Slot {
     }
 
     fn is_occupied(&self) -> bool {
-        !self.queue.load(Ordering::Relaxed).is_null()
+        !self.queue.load(Ordering::SeqCst).is_null()
     }
 }
 
@@ -121,11 +123,12 @@ pub(crate) struct Pool {
     by_priority: Box<[Injector<QueueRef>]>,
     stealers: Box<[Stealer<QueueRef>]>,
     wakeups: Box<[Wakeup]>,
-    /// Each worker's LIFO slot (work stealing).
-    slots: Box<[Slot]>,
+    /// Each worker's LIFO slot (work stealing), one cache line each: they change every turn.
+    slots: Box<[CachePadded<Slot>]>,
     /// Each worker is parked with no time limit (so a filled LIFO slot elsewhere must wake it
-    /// once, to watch for a stranded queue).
+    /// once, to watch for a stranded queue), and how many are.
     parked_forever: Box<[std::sync::atomic::AtomicBool]>,
+    parked_forever_count: AtomicUsize,
     probes: Box<[Arc<WorkerProbe>]>,
     /// Bound agents, with [`SHUT`] once the pool is shut down.
     bound: AtomicUsize,
@@ -183,7 +186,10 @@ impl Pool {
             },
             stealers,
             wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
-            slots: (0..threads).map(|_| Slot::default()).collect(),
+            slots: (0..threads)
+                .map(|_| CachePadded::new(Slot::default()))
+                .collect(),
+            parked_forever_count: AtomicUsize::new(0),
             parked_forever: (0..threads)
                 .map(|_| std::sync::atomic::AtomicBool::new(false))
                 .collect(),
@@ -236,8 +242,13 @@ impl Pool {
     }
 
     /// A LIFO slot was filled: workers parked with no time limit wake once to watch it.
+    /// The slot's SeqCst swap and this SeqCst load pair with the parking worker's SeqCst
+    /// count increment and slot loads: one of the two sees the other.
+    #[inline]
     fn wake_forever_parked(&self, filler: usize) {
-        fence(Ordering::SeqCst);
+        if self.parked_forever_count.load(Ordering::SeqCst) == 0 {
+            return;
+        }
         for (j, parked) in self.parked_forever.iter().enumerate() {
             if j != filler && parked.load(Ordering::Relaxed) {
                 self.wakeups[j].notify_fenced();
@@ -454,7 +465,15 @@ impl Pool {
                     self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
                 } else {
                     self.parked_forever[index].store(true, Ordering::SeqCst);
-                    self.wakeups[index].sleep(work);
+                    self.parked_forever_count.fetch_add(1, Ordering::SeqCst);
+                    let others = || {
+                        self.slots
+                            .iter()
+                            .enumerate()
+                            .any(|(j, s)| j != index && s.is_occupied())
+                    };
+                    self.wakeups[index].sleep(|| work() || others());
+                    self.parked_forever_count.fetch_sub(1, Ordering::SeqCst);
                     self.parked_forever[index].store(false, Ordering::Relaxed);
                 }
             }
@@ -475,7 +494,12 @@ impl Pool {
     /// Returns how many demands ran and (when `measure`) how many are left in the queue.
     fn run_turn(&self, ctx: &WorkerCtx, q: QueueRef, measure: bool) -> (usize, usize) {
         if self.policy == Policy::Stealing {
-            self.slots[ctx.index].turns.fetch_add(1, Ordering::Release);
+            // Only the owner writes its turn count: a plain store, no read-modify-write.
+            let turns = &self.slots[ctx.index].turns;
+            turns.store(
+                turns.load(Ordering::Relaxed).wrapping_add(1),
+                Ordering::Release,
+            );
         }
         q.begin_turn();
         let mut ran = 0;
