@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use machine::Machine;
 use report::{Format, Record};
 use scenarios::{
-    Dispatcher, FifoArg, Placement, counting_actor, parallel_thread_ring, ping_pong,
+    Dispatcher, FifoArg, Placement, counting_actor, fan_out, parallel_thread_ring, ping_pong,
     producer_consumer, self_send, skynet, thread_ring,
 };
 use serde_json::{Map, Value, json};
@@ -64,6 +64,9 @@ enum Command {
     CountingActor(CountingActorArgs),
     /// Producer agents flood one consumer agent (theron ProducerConsumer).
     ProducerConsumer(ProducerConsumerArgs),
+    /// One producer, N workers on a named mailbox (sobjectizer-performance-part3 1:N).
+    #[command(mut_arg("dispatcher", |a| a.default_value("active-group")))]
+    FanOut(FanOutArgs),
     /// Workers sending signals to themselves: the bulk effect of max_demands_at_once
     /// (sobjectizer-performance-part3).
     #[command(mut_arg("dispatcher", |a| a.default_value("thread-pool")))]
@@ -195,6 +198,7 @@ fn main() {
         Command::PingPong(a) => ping_pong_records(&a, cli.common.runs.unwrap_or(5), &machine),
         Command::Skynet(a) => skynet_records(&a, cli.common.runs.unwrap_or(5), &machine),
         Command::ThreadRing(a) => thread_ring_records(&a, cli.common.runs.unwrap_or(5), &machine),
+        Command::FanOut(a) => fan_out_records(&a, cli.common.runs.unwrap_or(5), &machine),
         Command::ParallelThreadRing(a) => {
             parallel_thread_ring_records(&a, cli.common.runs.unwrap_or(5), &machine)
         }
@@ -228,6 +232,7 @@ fn main() {
 
 /// One step of a suite.
 enum Step {
+    FanOut(FanOutArgs),
     PingPong(PingPongArgs),
     Skynet(SkynetArgs),
     ThreadRing(ThreadRingArgs),
@@ -364,6 +369,10 @@ fn quick_plan() -> Vec<Step> {
     plan.extend(thread_rings(1_000_000));
     plan.extend(parallel_thread_rings(1_000_000));
     plan.extend(floods(1_000_000, 1_000_000));
+    plan.extend(fan_outs(
+        &[(100, 20_000)],
+        &[Dispatcher::ActiveGroup, Dispatcher::ThreadPool],
+    ));
     for placement in pool_grid(2, &[4, 100]) {
         plan.push(Step::SelfSend(SelfSendArgs {
             workers: self_send::WORKERS,
@@ -371,6 +380,28 @@ fn quick_plan() -> Vec<Step> {
             start_batch: self_send::START_BATCH,
             placement,
         }));
+    }
+    plan
+}
+
+/// 1:N massive sends with idle workers, for each (workers, messages) on each dispatcher
+/// (thread_pool with individual fifo and max_demands_at_once 4: the seed's collapse case).
+fn fan_outs(sizes: &[(u32, u32)], dispatchers: &[Dispatcher]) -> Vec<Step> {
+    let mut plan = Vec::new();
+    for &(workers, messages) in sizes {
+        for &d in dispatchers {
+            let mut placement = Placement::of(d);
+            if d == Dispatcher::ThreadPool {
+                placement = placement.fifo(FifoArg::Individual);
+            }
+            plan.push(Step::FanOut(FanOutArgs {
+                workers,
+                messages,
+                work: fan_out::Work::Idle,
+                sleep_ms: 5,
+                placement,
+            }));
+        }
     }
     plan
 }
@@ -400,6 +431,13 @@ fn full_plan() -> Vec<Step> {
     }));
     plan.extend(floods(50_000_000, 50_000_000));
     plan.extend(self_send_grid(1.0, 2, None));
+    let all = [
+        Dispatcher::ActiveGroup,
+        Dispatcher::ActiveObj,
+        Dispatcher::ThreadPool,
+        Dispatcher::WorkStealing,
+    ];
+    plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
     plan
 }
 
@@ -418,6 +456,10 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::Skynet(a) => {
                 bar.set_message(format!("skynet {}", a.placement.label()));
                 out.extend(skynet_records(a, runs, machine));
+            }
+            Step::FanOut(a) => {
+                bar.set_message(format!("fan-out {}", a.placement.label()));
+                out.extend(fan_out_records(a, runs, machine));
             }
             Step::ThreadRing(a) => {
                 bar.set_message(format!("thread-ring {}", a.placement.label()));
@@ -592,6 +634,65 @@ fn sampled(
         .iter()
         .map(|(metric, vs)| Record::from_samples(scenario, variant, p, metric, vs, machine))
         .collect()
+}
+
+#[derive(Args, Clone)]
+struct FanOutArgs {
+    /// Subscribers of the named mailbox.
+    #[arg(long, default_value_t = 100)]
+    workers: u32,
+    /// Messages the producer sends.
+    #[arg(long, default_value_t = 100_000)]
+    messages: u32,
+    /// What a worker does per message.
+    #[arg(long, value_enum, default_value_t = fan_out::Work::Idle)]
+    work: fan_out::Work,
+    /// Milliseconds a worker sleeps per message with `--work sleep`.
+    #[arg(long, default_value_t = 5)]
+    sleep_ms: u64,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+fn fan_out_records(a: &FanOutArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let variant = format!(
+        "{}, {} workers x {}, {:?} workers",
+        a.placement.label(),
+        a.workers,
+        a.messages,
+        a.work
+    )
+    .to_lowercase();
+    let p = params(merge(
+        json!({ "workers": a.workers, "messages": a.messages, "work": format!("{:?}", a.work).to_lowercase(), "mailbox": "named" }),
+        a.placement.params(),
+    ));
+    let sleep = std::time::Duration::from_millis(a.sleep_ms);
+    let mut peaks = Vec::new();
+    let mut out = sampled("fan-out", &variant, &p, runs, machine, || {
+        let can_reset = rss::reset_peak();
+        let o = fan_out::run_once(a.workers, a.messages, a.work, sleep, a.placement)?;
+        if let (true, Some(b)) = (can_reset, rss::peak_bytes()) {
+            peaks.push(b as f64);
+        }
+        let (send, total) = (o.send.as_secs_f64(), o.total.as_secs_f64());
+        Ok(vec![
+            ("deliveries_per_s", o.deliveries as f64 / total),
+            ("elapsed_s", total),
+            ("send_elapsed_s", send),
+        ])
+    });
+    if !peaks.is_empty() && out.iter().all(|r| r.ok) {
+        out.push(Record::from_samples(
+            "fan-out",
+            &variant,
+            &p,
+            "peak_rss_bytes",
+            &peaks,
+            machine,
+        ));
+    }
+    out
 }
 
 fn thread_ring_records(a: &ThreadRingArgs, runs: usize, machine: &Machine) -> Vec<Record> {

@@ -187,7 +187,7 @@ pub fn human(v: f64, metric: &str) -> String {
     }
     match metric {
         m if m.ends_with("_bytes") => format!("{:.1} MiB", v / (1024.0 * 1024.0)),
-        m if m.ends_with("_s") && m.starts_with("elapsed") => format!("{:.4} s", v),
+        m if m.ends_with("_s") && m.contains("elapsed") => format!("{:.4} s", v),
         m if m.starts_with("latency_ns") => format!("{} ns", thousands(v.round() as u64)),
         m if m.ends_with("_per_s") => format!("{}/s", thousands(v.round() as u64)),
         _ => format!("{v}"),

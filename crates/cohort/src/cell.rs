@@ -129,6 +129,12 @@ impl Header {
         }
     }
 
+    /// Counts an undeliverable message known by its type name.
+    #[cold]
+    pub(crate) fn dead_letter_named(&self, message_type: &'static str, why: DeliveryFailure) {
+        self.env.dead_letter(message_type, why);
+    }
+
     /// Counts an undeliverable message and hands it to the environment's hook.
     #[cold]
     pub(crate) fn dead_letter(&self, msg: Envelope, why: DeliveryFailure) {

@@ -472,11 +472,9 @@ impl Coop {
                 cell.header.set_status(ACTIVE);
             }
             for (g, group) in coop.groups.iter().enumerate() {
-                group.queue.push(Demand::Lifecycle {
-                    coop: coop.clone(),
-                    group: g as u32,
-                    step: Step::Start,
-                });
+                group
+                    .queue
+                    .push(Demand::lifecycle(coop.clone(), g as u32, Step::Start));
             }
         }
         if let Some(x) = &coop.extras {
@@ -747,11 +745,11 @@ impl CoopInner {
             return self.gone();
         }
         for (g, group) in self.groups.iter().enumerate() {
-            group.queue.push(Demand::Lifecycle {
-                coop: self.clone(),
-                group: g as u32,
-                step: Step::Finish { drained: false },
-            });
+            group.queue.push(Demand::lifecycle(
+                self.clone(),
+                g as u32,
+                Step::Finish { drained: false },
+            ));
         }
     }
 
@@ -772,11 +770,11 @@ impl CoopInner {
                 // SAFETY: we run `queue`.
                 unsafe {
                     queue.drain_remote(usize::MAX);
-                    queue.push_local(Demand::Lifecycle {
-                        coop: self.clone(),
+                    queue.push_local(Demand::lifecycle(
+                        self.clone(),
                         group,
-                        step: Step::Finish { drained: true },
-                    });
+                        Step::Finish { drained: true },
+                    ));
                 }
             }
             Step::Finish { drained: true } => {

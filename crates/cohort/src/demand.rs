@@ -1,7 +1,8 @@
 //! [`Demand`]: one unit of work in an [`EventQueue`](crate::queue::EventQueue).
 
-use crate::cell::{AgentRef, DeliveryFailure};
+use crate::cell::{AgentRef, DeliveryFailure, DynCell};
 use crate::coop::{CoopInner, Step};
+use crate::mbox::MboxId;
 use crate::message::Envelope;
 use crate::queue::EventQueue;
 use std::sync::Arc;
@@ -10,6 +11,18 @@ use std::sync::Arc;
 pub(crate) enum Demand {
     /// A message for one agent (through the mailbox recorded in `agent`).
     Message { agent: AgentRef, msg: Envelope },
+    /// Everything else (kept in one variant so that a demand stays 40 bytes).
+    Control(Control),
+}
+
+/// The demands that are not a message for one agent.
+pub(crate) enum Control {
+    /// One message for every agent of `targets` (the subscribers of a multi-consumer mailbox
+    /// bound to this queue): one demand per queue per send, not one per subscriber.
+    Broadcast {
+        targets: Arc<BroadcastTargets>,
+        msg: Envelope,
+    },
     /// A lifecycle step (start, finish) for the agents of one cooperation bound to one queue.
     Lifecycle {
         coop: Arc<CoopInner>,
@@ -18,13 +31,57 @@ pub(crate) enum Demand {
     },
 }
 
+/// The subscribers of one message type on one multi-consumer mailbox that share one queue.
+pub(crate) struct BroadcastTargets {
+    pub(crate) mbox: MboxId,
+    pub(crate) cells: Box<[Arc<DynCell>]>,
+}
+
+impl BroadcastTargets {
+    /// Hands `msg` to every target, in subscription order.
+    fn run(&self, msg: Envelope) {
+        let mut msg = Some(msg);
+        let n = self.cells.len();
+        for (i, cell) in self.cells.iter().enumerate() {
+            let m = if i + 1 == n {
+                msg.take()
+            } else {
+                msg.as_ref().and_then(Envelope::duplicate)
+            };
+            let Some(m) = m else { return };
+            if cell.header.status() == crate::cell::NEW {
+                // Subscribed in `define` of a cooperation still registering (or that failed):
+                // its body belongs to the registering thread.
+                cell.header.dead_letter(m, DeliveryFailure::NotRegistered);
+                continue;
+            }
+            // SAFETY: `cells` holds a strong count on each cell for as long as this demand
+            // runs, and demands run on the thread that runs the agents' queue.
+            unsafe { AgentRef::borrowed(cell, self.mbox) }.handle(m);
+        }
+    }
+}
+
 impl Demand {
+    /// A lifecycle step for group `group` of `coop`.
+    pub(crate) fn lifecycle(coop: Arc<CoopInner>, group: u32, step: Step) -> Self {
+        Demand::Control(Control::Lifecycle { coop, group, step })
+    }
+
+    /// A message for the subscribers `targets`.
+    pub(crate) fn broadcast(targets: Arc<BroadcastTargets>, msg: Envelope) -> Self {
+        Demand::Control(Control::Broadcast { targets, msg })
+    }
+
     /// Executes the demand on the thread that runs `queue`.
     #[inline]
     pub(crate) fn run(self, queue: &EventQueue) {
         match self {
             Demand::Message { agent, msg } => agent.handle(msg),
-            Demand::Lifecycle { coop, group, step } => coop.run_step(group, step, queue),
+            Demand::Control(Control::Lifecycle { coop, group, step }) => {
+                coop.run_step(group, step, queue)
+            }
+            Demand::Control(Control::Broadcast { targets, msg }) => targets.run(msg),
         }
     }
 
@@ -34,7 +91,13 @@ impl Demand {
             Demand::Message { agent, msg, .. } => agent
                 .header()
                 .dead_letter(msg, DeliveryFailure::ReceiverGone),
-            Demand::Lifecycle { coop, .. } => {
+            Demand::Control(Control::Broadcast { targets, msg }) => {
+                for cell in targets.cells.iter() {
+                    cell.header
+                        .dead_letter_named(msg.type_name(), DeliveryFailure::ReceiverGone);
+                }
+            }
+            Demand::Control(Control::Lifecycle { coop, .. }) => {
                 tracing::error!(
                     coop = coop.id().0,
                     "lifecycle step of a cooperation dropped with its queue"

@@ -15,7 +15,6 @@ use crate::demand::Demand;
 use crate::error::SendError;
 use crate::message::Envelope;
 use crate::named::NamedMbox;
-use crate::queue::EventQueue;
 use std::fmt;
 use std::sync::Arc;
 
@@ -178,47 +177,6 @@ fn reject(header: &crate::cell::Header, msg: Envelope) {
 #[inline(always)]
 fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
     deliver_to(cell, cell.mbox_id(), msg)
-}
-
-/// As [`deliver_to`], for one of many receivers of one send: a remote push does not wake its
-/// queue at once; the wake-up is owed to `pending`, paid when the next receiver is on another
-/// queue or by the caller after the last one ([`EventQueue::announce`]). 100 subscribers on
-/// one `active_group` thread cost one wake-up check per send, not 100.
-#[inline(always)]
-pub(crate) fn deliver_batched<'q>(
-    cell: &'q Arc<DynCell>,
-    mbox: MboxId,
-    msg: Envelope,
-    pending: &mut Option<&'q EventQueue>,
-) {
-    let header = &cell.header;
-    if header.status() != ACTIVE {
-        return reject(header, msg);
-    }
-    // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
-    let queue = unsafe { header.queue() };
-    if queue.is_running_here() {
-        // SAFETY: as in `deliver_to`.
-        unsafe {
-            queue.push_local(Demand::Message {
-                agent: AgentRef::borrowed(cell, mbox),
-                msg,
-            })
-        }
-    } else {
-        queue.enqueue_remote(Demand::Message {
-            agent: AgentRef::owned(cell.clone(), mbox),
-            msg,
-        });
-        match pending {
-            Some(p) if std::ptr::eq(*p, queue) => {}
-            _ => {
-                if let Some(p) = pending.replace(queue) {
-                    p.announce();
-                }
-            }
-        }
-    }
 }
 
 /// Delivers `msg` to the agent of `cell`, as arriving through mailbox `mbox`.

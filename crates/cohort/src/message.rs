@@ -37,6 +37,10 @@ pub(crate) struct MsgMeta {
     /// The payload is an `Arc<M>` shared by several receivers (1:N delivery), even when `M`
     /// would fit inline.
     pub(crate) shared: bool,
+    /// Makes another envelope of the same message for another receiver: a bit copy of a
+    /// one-word payload without drop glue, or one more count on a shared `Arc`. `None` for
+    /// messages with one receiver.
+    pub(crate) copy: Option<unsafe fn(&Payload) -> Payload>,
 }
 
 /// One word of payload: the message itself when it fits, else a pointer to its box.
@@ -55,19 +59,41 @@ impl<M: Send + 'static> Metas<M> {
         name: std::any::type_name::<M>,
         drop: drop_fn::<M>(),
         shared: false,
+        copy: if is_inline::<M>() && !std::mem::needs_drop::<M>() {
+            Some(copy_bits)
+        } else {
+            None
+        },
     };
     const SHARED: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<M>(),
         name: std::any::type_name::<M>,
         drop: Some(drop_arc::<M>),
         shared: true,
+        copy: Some(retain_arc::<M>),
     };
     const MUTABLE: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<Mutable<M>>(),
         name: std::any::type_name::<Mutable<M>>,
         drop: drop_fn::<M>(),
         shared: false,
+        copy: None,
     };
+}
+
+/// # Safety
+/// `p` holds a one-word message without drop glue.
+unsafe fn copy_bits(p: &Payload) -> Payload {
+    *p
+}
+
+/// # Safety
+/// `p` holds one strong count of a live `Arc<M>`.
+unsafe fn retain_arc<M>(p: &Payload) -> Payload {
+    // SAFETY: the caller guarantees a live `Arc<M>` data pointer: one more count, owned by
+    // the new payload.
+    unsafe { Arc::increment_strong_count(p.assume_init() as *const M) };
+    *p
 }
 
 const fn drop_fn<M>() -> Option<unsafe fn(&mut Payload)> {
@@ -142,6 +168,19 @@ impl Envelope {
             meta: Metas::<M>::MUTABLE,
             payload: store(msg),
         }
+    }
+
+    /// Another envelope of the same message, for another receiver (1:N delivery); `None`
+    /// for a message that has one receiver.
+    #[inline]
+    pub(crate) fn duplicate(&self) -> Option<Envelope> {
+        let copy = self.meta.copy?;
+        // SAFETY: `copy` belongs to this payload's meta, so it matches how it was stored.
+        let payload = unsafe { copy(&self.payload) };
+        Some(Envelope {
+            meta: self.meta,
+            payload,
+        })
     }
 
     /// The subscription key of this message.

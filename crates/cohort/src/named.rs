@@ -8,23 +8,54 @@
 
 use crate::cell::DynCell;
 use crate::dead_letter::DeliveryFailure;
+use crate::demand::{BroadcastTargets, Demand};
 use crate::env::EnvShared;
-use crate::mbox::{MboxId, deliver_batched};
+use crate::mbox::MboxId;
 use crate::message::{Envelope, is_inline};
+use crate::queue::EventQueue;
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
 
-/// One subscriber of one message type.
-struct Subscriber {
-    cell: Arc<DynCell>,
+/// The subscribers of one message type, and the same grouped by the queue they are bound to
+/// (rebuilt on every subscription change, which is rare; read on every send).
+#[derive(Default)]
+struct TypeSubscribers {
+    cells: Vec<Arc<DynCell>>,
+    groups: Arc<[(Arc<EventQueue>, Arc<BroadcastTargets>)]>,
+}
+
+impl TypeSubscribers {
+    fn regroup(&mut self, mbox: MboxId) {
+        let mut groups: Vec<(Arc<EventQueue>, Vec<Arc<DynCell>>)> = Vec::new();
+        for cell in &self.cells {
+            // SAFETY: subscribing happens in `define` or later, after the agent was bound.
+            let q = unsafe { cell.header.queue_arc() }.clone();
+            match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, &q)) {
+                Some((_, v)) => v.push(cell.clone()),
+                None => groups.push((q, vec![cell.clone()])),
+            }
+        }
+        self.groups = groups
+            .into_iter()
+            .map(|(q, cells)| {
+                (
+                    q,
+                    Arc::new(BroadcastTargets {
+                        mbox,
+                        cells: cells.into_boxed_slice(),
+                    }),
+                )
+            })
+            .collect();
+    }
 }
 
 /// A multi-consumer mailbox.
 pub(crate) struct NamedMbox {
     name: Option<Arc<str>>,
     env: Weak<EnvShared>,
-    subscribers: RwLock<HashMap<TypeId, Vec<Subscriber>>>,
+    subscribers: RwLock<HashMap<TypeId, TypeSubscribers>>,
 }
 
 impl NamedMbox {
@@ -48,47 +79,59 @@ impl NamedMbox {
     /// Adds `cell` as a subscriber of `key`.
     pub(crate) fn subscribe(&self, key: TypeId, cell: Arc<DynCell>) {
         let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        subs.entry(key).or_default().push(Subscriber { cell });
+        let t = subs.entry(key).or_default();
+        t.cells.push(cell);
+        t.regroup(self.id());
     }
 
     /// Removes `cell` from the subscribers of `key`.
     pub(crate) fn unsubscribe(&self, key: TypeId, cell: *const DynCell) {
         let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(list) = subs.get_mut(&key) {
-            list.retain(|s| !std::ptr::addr_eq(Arc::as_ptr(&s.cell), cell));
-            if list.is_empty() {
+        if let Some(t) = subs.get_mut(&key) {
+            t.cells.retain(|c| !std::ptr::addr_eq(Arc::as_ptr(c), cell));
+            if t.cells.is_empty() {
                 subs.remove(&key);
+            } else {
+                t.regroup(self.id());
             }
         }
     }
 
-    /// Delivers `msg` to every subscriber of `M`.
+    /// Delivers `msg` to every subscriber of `M`: one demand per receiving queue, the
+    /// payload shared (or, for one word without drop glue, copied).
     #[inline]
     pub(crate) fn publish<M: Send + Sync + 'static>(&self, msg: M) {
-        let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
-        let Some(list) = subs.get(&TypeId::of::<M>()).filter(|l| !l.is_empty()) else {
-            drop(subs);
-            return self.no_subscriber::<M>();
+        let groups = {
+            let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
+            match subs.get(&TypeId::of::<M>()) {
+                Some(t) => t.groups.clone(),
+                None => Arc::from([]),
+            }
         };
-        let id = self.id();
-        let mut pending = None;
-        if is_inline::<M>() && !std::mem::needs_drop::<M>() {
-            // One word without drop glue: every receiver gets its own copy of the bits.
-            let msg = std::mem::ManuallyDrop::new(msg);
-            for s in list {
-                // SAFETY: `M` has no drop glue, so bitwise copies are never dropped twice;
-                // receivers only read them by reference (immutable messages).
-                let copy = unsafe { std::ptr::read(&*msg) };
-                deliver_batched(&s.cell, id, Envelope::immutable(copy), &mut pending);
-            }
-        } else {
-            let shared = Arc::new(msg);
-            for s in list {
-                deliver_batched(&s.cell, id, Envelope::shared(shared.clone()), &mut pending);
-            }
+        if groups.is_empty() {
+            return self.no_subscriber::<M>();
         }
-        if let Some(q) = pending {
-            q.announce();
+        let envelope = if is_inline::<M>() && !std::mem::needs_drop::<M>() {
+            Envelope::immutable(msg)
+        } else {
+            Envelope::shared(Arc::new(msg))
+        };
+        let mut envelope = Some(envelope);
+        let n = groups.len();
+        for (i, (queue, targets)) in groups.iter().enumerate() {
+            let msg = if i + 1 == n {
+                envelope.take()
+            } else {
+                envelope.as_ref().and_then(Envelope::duplicate)
+            };
+            let Some(msg) = msg else { return };
+            let d = Demand::broadcast(targets.clone(), msg);
+            if queue.is_running_here() {
+                // SAFETY: checked just above; a broadcast demand holds no borrowed reference.
+                unsafe { queue.push_local(d) }
+            } else {
+                queue.push_remote(d)
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! The benchmark scenarios, one module each, and where their agents run.
 
 pub mod counting_actor;
+pub mod fan_out;
 pub mod parallel_thread_ring;
 pub mod ping_pong;
 pub mod producer_consumer;
@@ -17,6 +18,8 @@ pub enum Dispatcher {
     OneThread,
     /// A worker thread per agent.
     ActiveObj,
+    /// One thread for every agent of the scenario (an `active_group` group).
+    ActiveGroup,
     /// N workers sharing one FIFO run queue.
     ThreadPool,
     /// N workers with their own run queues, a LIFO slot and stealing.
@@ -86,6 +89,7 @@ impl Placement {
         match self.dispatcher {
             Dispatcher::OneThread => "one_thread".into(),
             Dispatcher::ActiveObj => "active_obj".into(),
+            Dispatcher::ActiveGroup => "active_group".into(),
             Dispatcher::ThreadPool | Dispatcher::WorkStealing => format!(
                 "{}({} threads, {} fifo, max_demands {})",
                 if self.dispatcher == Dispatcher::ThreadPool {
@@ -142,6 +146,10 @@ impl Placement {
         };
         match self.dispatcher {
             Dispatcher::OneThread => Ok(env.default_binder()),
+            Dispatcher::ActiveGroup => cohort::ActiveGroupBuilder::new()
+                .build(env)
+                .map(|d| d.group_binder("workers"))
+                .map_err(err),
             Dispatcher::ActiveObj => cohort::ActiveObjBuilder::new()
                 .build(env)
                 .map(|d| d.binder())

@@ -147,13 +147,6 @@ impl<T: QueueItem> EventQueue<T> {
         self.announce();
     }
 
-    /// Pushes from any thread without making the queue run yet: the caller calls
-    /// [`EventQueue::announce`] after its last push (1:N sends batch their wake-ups).
-    #[inline]
-    pub(crate) fn enqueue_remote(&self, d: T) {
-        self.remote.push(d);
-    }
-
     /// Makes the queue run after remote pushes: wakes its worker or schedules it.
     #[inline]
     pub(crate) fn announce(&self) {
