@@ -209,7 +209,7 @@ fn runs(log: &[(char, u32)]) -> Vec<(char, usize)> {
 fn check(kind: PoolKind, backlog: Backlog, first: char, second: char) {
     // 601 items: more than two drains (256) per queue, and not a multiple of 3 or 4, so the
     // last turn is a short one. 300 > REMOTE_BATCH: the first turn is cut to one drain.
-    let n = common::count(601);
+    let n = 601; // not scaled under valgrind: the check needs more than 61 turns of A
     for k in [1, 4, 3, 300] {
         let log = run(kind, k, n as u32, backlog);
         let expected = round_robin(first, second, n, k);
@@ -265,7 +265,7 @@ fn work_stealing_turns_of_max_demands_at_once_backlog_from_worker() {
 #[test]
 fn work_stealing_moves_on_after_max_demands_at_once_backlog_from_outside() {
     watchdog(TIMEOUT, || {
-        let n = common::count(601);
+        let n = 601; // not scaled under valgrind: the check needs more than 61 turns of A
         for k in [1, 4, 3] {
             let log = run(PoolKind::WorkStealing, k, n as u32, Backlog::FromOutside);
             assert_eq!(log.len(), 2 * n);
@@ -332,7 +332,13 @@ impl Agent for Pinged {
 /// agent woken by a send from outside the pool: after its turn of `max_demands_at_once`
 /// demands, the worker has to move on to the other scheduled queue.
 fn busy_self_sender_does_not_starve_others(kind: PoolKind) {
-    let limit = common::count(200_000);
+    if common::under_valgrind() {
+        // A fairness check: it needs the sending thread to run while the worker spins, which
+        // valgrind's one-thread-at-a-time scheduler does not promise. Checked by `cargo test`.
+        eprintln!("skipped under valgrind: scheduling-dependent");
+        return;
+    }
+    let limit = 200_000; // not scaled under valgrind: the ping must be able to arrive first
     let env = cohort::Environment::builder().start().unwrap();
     let pool = kind.build(&env, "spin", 1);
     let spins = Arc::new(AtomicUsize::new(0));
