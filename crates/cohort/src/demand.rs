@@ -32,9 +32,10 @@ pub(crate) enum Control {
 }
 
 /// The subscribers of one message type on one multi-consumer mailbox that share one queue.
+#[derive(Clone)]
 pub(crate) struct BroadcastTargets {
     pub(crate) mbox: MboxId,
-    pub(crate) cells: Box<[Arc<DynCell>]>,
+    pub(crate) cells: Vec<Arc<DynCell>>,
 }
 
 impl BroadcastTargets {

@@ -17,37 +17,41 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock, Weak};
 
-/// The subscribers of one message type, and the same grouped by the queue they are bound to
-/// (rebuilt on every subscription change, which is rare; read on every send).
+/// The subscribers of one message type, grouped by the queue they are bound to. A change
+/// (rare) edits one group in place, copying it only if a send in flight still holds it.
 #[derive(Default)]
 struct TypeSubscribers {
-    cells: Vec<Arc<DynCell>>,
-    groups: Arc<[(Arc<EventQueue>, Arc<BroadcastTargets>)]>,
+    groups: Vec<(Arc<EventQueue>, Arc<BroadcastTargets>)>,
 }
 
 impl TypeSubscribers {
-    fn regroup(&mut self, mbox: MboxId) {
-        let mut groups: Vec<(Arc<EventQueue>, Vec<Arc<DynCell>>)> = Vec::new();
-        for cell in &self.cells {
-            // SAFETY: subscribing happens in `define` or later, after the agent was bound.
-            let q = unsafe { cell.header.queue_arc() }.clone();
-            match groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, &q)) {
-                Some((_, v)) => v.push(cell.clone()),
-                None => groups.push((q, vec![cell.clone()])),
+    fn add(&mut self, mbox: MboxId, cell: Arc<DynCell>) {
+        // SAFETY: subscribing happens in `define` or later, after the agent was bound.
+        let q = unsafe { cell.header.queue_arc() }.clone();
+        match self.groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, &q)) {
+            Some((_, t)) => Arc::make_mut(t).cells.push(cell),
+            None => self.groups.push((
+                q,
+                Arc::new(BroadcastTargets {
+                    mbox,
+                    cells: vec![cell],
+                }),
+            )),
+        }
+    }
+
+    fn remove(&mut self, cell: *const DynCell) {
+        for (_, t) in self.groups.iter_mut() {
+            if t.cells
+                .iter()
+                .any(|c| std::ptr::addr_eq(Arc::as_ptr(c), cell))
+            {
+                Arc::make_mut(t)
+                    .cells
+                    .retain(|c| !std::ptr::addr_eq(Arc::as_ptr(c), cell));
             }
         }
-        self.groups = groups
-            .into_iter()
-            .map(|(q, cells)| {
-                (
-                    q,
-                    Arc::new(BroadcastTargets {
-                        mbox,
-                        cells: cells.into_boxed_slice(),
-                    }),
-                )
-            })
-            .collect();
+        self.groups.retain(|(_, t)| !t.cells.is_empty());
     }
 }
 
@@ -79,20 +83,16 @@ impl NamedMbox {
     /// Adds `cell` as a subscriber of `key`.
     pub(crate) fn subscribe(&self, key: TypeId, cell: Arc<DynCell>) {
         let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        let t = subs.entry(key).or_default();
-        t.cells.push(cell);
-        t.regroup(self.id());
+        subs.entry(key).or_default().add(self.id(), cell);
     }
 
     /// Removes `cell` from the subscribers of `key`.
     pub(crate) fn unsubscribe(&self, key: TypeId, cell: *const DynCell) {
         let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
         if let Some(t) = subs.get_mut(&key) {
-            t.cells.retain(|c| !std::ptr::addr_eq(Arc::as_ptr(c), cell));
-            if t.cells.is_empty() {
+            t.remove(cell);
+            if t.groups.is_empty() {
                 subs.remove(&key);
-            } else {
-                t.regroup(self.id());
             }
         }
     }
@@ -101,14 +101,13 @@ impl NamedMbox {
     /// payload shared (or, for one word without drop glue, copied).
     #[inline]
     pub(crate) fn publish<M: Send + Sync + 'static>(&self, msg: M) {
-        let groups = {
-            let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
-            match subs.get(&TypeId::of::<M>()) {
-                Some(t) => t.groups.clone(),
-                None => Arc::from([]),
-            }
+        let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
+        let groups = match subs.get(&TypeId::of::<M>()) {
+            Some(t) => &t.groups[..],
+            None => &[],
         };
         if groups.is_empty() {
+            drop(subs);
             return self.no_subscriber::<M>();
         }
         let envelope = if is_inline::<M>() && !std::mem::needs_drop::<M>() {
