@@ -207,11 +207,6 @@ impl DispatcherCore for ActiveGroup {
 
     fn join(&self) {
         let threads = std::mem::take(&mut self.state().threads);
-        let me = std::thread::current().id();
-        for t in threads {
-            if t.thread().id() != me && t.join().is_err() {
-                tracing::error!(dispatcher = %self.name, "worker thread panicked");
-            }
-        }
+        worker::join_all(&self.name, threads);
     }
 }

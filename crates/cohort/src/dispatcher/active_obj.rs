@@ -142,11 +142,6 @@ impl DispatcherCore for ActiveObj {
 
     fn join(&self) {
         let threads = std::mem::take(&mut self.state().threads);
-        let me = std::thread::current().id();
-        for (t, _) in threads {
-            if t.thread().id() != me && t.join().is_err() {
-                tracing::error!(dispatcher = %self.name, "worker thread panicked");
-            }
-        }
+        worker::join_all(&self.name, threads.into_iter().map(|(t, _)| t));
     }
 }

@@ -681,11 +681,6 @@ impl DispatcherCore for PoolCore {
     fn join(&self) {
         let threads =
             std::mem::take(&mut *self.0.threads.lock().unwrap_or_else(|e| e.into_inner()));
-        let me = std::thread::current().id();
-        for t in threads {
-            if t.thread().id() != me && t.join().is_err() {
-                tracing::error!(dispatcher = %self.0.name, "worker thread panicked");
-            }
-        }
+        super::worker::join_all(&self.0.name, threads);
     }
 }

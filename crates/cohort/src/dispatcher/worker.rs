@@ -13,6 +13,17 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// Joins a dispatcher's worker threads (skipping the calling thread, which cannot join
+/// itself), logging any that panicked.
+pub(crate) fn join_all(dispatcher: &str, threads: impl IntoIterator<Item = JoinHandle<()>>) {
+    let me = std::thread::current().id();
+    for t in threads {
+        if t.thread().id() != me && t.join().is_err() {
+            tracing::error!(dispatcher, "worker thread panicked");
+        }
+    }
+}
+
 /// Spawns a named thread that runs `queue` until it is closed and empty.
 pub(crate) fn spawn(
     name: String,
