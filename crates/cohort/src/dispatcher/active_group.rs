@@ -43,22 +43,7 @@ impl Default for ActiveGroupBuilder {
 }
 
 impl ActiveGroupBuilder {
-    /// Default parameters.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The dispatcher's name. Default: `"active_group"`.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// How long an idle group thread spins before parking. Default: [`defaults::WORKER_SPIN`].
-    pub fn worker_spin(mut self, spin: Duration) -> Self {
-        self.worker_spin = spin;
-        self
-    }
+    thread_builder_setters!("active_group");
 
     /// Creates the dispatcher and registers it with `env`.
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {

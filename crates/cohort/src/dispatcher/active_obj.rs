@@ -34,22 +34,7 @@ impl Default for ActiveObjBuilder {
 }
 
 impl ActiveObjBuilder {
-    /// Default parameters.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The dispatcher's name (its threads are named after it). Default: `"active_obj"`.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// How long an idle worker spins before parking. Default: [`defaults::WORKER_SPIN`].
-    pub fn worker_spin(mut self, spin: Duration) -> Self {
-        self.worker_spin = spin;
-        self
-    }
+    thread_builder_setters!("active_obj");
 
     /// Creates the dispatcher and registers it with `env`.
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {

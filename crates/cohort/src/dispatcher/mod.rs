@@ -3,7 +3,7 @@
 //! An agent is bound to a dispatcher through a [`Binder`] (per cooperation with
 //! [`Coop::set_binder`](crate::Coop::set_binder), or per agent with
 //! [`Coop::add_with_binder`](crate::Coop::add_with_binder)). Binding hands the agent an
-//! [`EventQueue`]; from then on, sending to the agent is a push to that queue, with no call
+//! `EventQueue`; from then on, sending to the agent is a push to that queue, with no call
 //! into the dispatcher. So a new dispatcher kind (thread pools, work stealing) plugs in by
 //! implementing `DispatcherCore` and deciding which queue each agent gets and which worker
 //! runs it; agent code does not change.
@@ -17,6 +17,30 @@
 //!   priority, strictly ordered or by quotas per priority.
 //! - [`work_stealing`](WorkStealingBuilder): N workers with their own run queues, a LIFO
 //!   slot for the agent a send just woke, and stealing by idle workers.
+
+/// The `new`, `name` and `worker_spin` methods of a builder of single-queue-per-thread
+/// dispatchers (fields `name` and `worker_spin`); `$default` is the default name.
+macro_rules! thread_builder_setters {
+    ($default:literal) => {
+        /// Default parameters.
+        pub fn new() -> Self {
+            Self::default()
+        }
+
+        #[doc = concat!("The dispatcher's name (its threads are named after it). Default: `\"", $default, "\"`.")]
+        pub fn name(mut self, name: impl Into<String>) -> Self {
+            self.name = name.into();
+            self
+        }
+
+        /// How long an idle worker thread spins before parking. Default:
+        /// [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN).
+        pub fn worker_spin(mut self, spin: std::time::Duration) -> Self {
+            self.worker_spin = spin;
+            self
+        }
+    };
+}
 
 mod active_group;
 mod active_obj;
@@ -72,7 +96,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// What every dispatcher implements. Binding is not on the message path, so this is a trait
-/// object; the message path only sees the concrete [`EventQueue`].
+/// object; the message path only sees the concrete `EventQueue`.
 pub(crate) trait DispatcherCore: Send + Sync {
     /// The dispatcher's name.
     fn name(&self) -> &str;

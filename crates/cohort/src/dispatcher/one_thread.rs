@@ -41,22 +41,7 @@ impl Default for OneThreadBuilder {
 }
 
 impl OneThreadBuilder {
-    /// Default parameters.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The dispatcher's name (and its thread's). Default: `"one_thread"`.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// How long the idle worker spins before parking. Default: [`defaults::WORKER_SPIN`].
-    pub fn worker_spin(mut self, spin: Duration) -> Self {
-        self.worker_spin = spin;
-        self
-    }
+    thread_builder_setters!("one_thread");
 
     /// Starts the worker thread and registers the dispatcher with `env` (which shuts it down
     /// and joins it when it stops).
