@@ -608,10 +608,10 @@ impl Schedule<Demand> for Pool {
         } else {
             self.injector.push(q);
         }
+        // `wake_one` fences (SeqCst) after the push, before this load.
         self.wake_one();
         // The workers may have exited (every agent gone) after this queue's sender saw its
         // agent alive: reject what nobody will run, counted as dead letters.
-        fence(Ordering::SeqCst);
         if self.is_done() {
             self.sweep();
         }
