@@ -4,9 +4,9 @@ use crate::cell::DynCell;
 use crate::coop::{Coop, CoopHandle, CoopInner, DeregReason};
 use crate::env::Environment;
 use crate::error::{RegisterError, SubscribeError};
+use crate::mbox::IndirectMbox;
 use crate::mbox::{Mbox, MboxId};
 use crate::message::{Envelope, Mutable};
-use crate::named::NamedMbox;
 use crate::subscription::Subscriptions;
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -153,7 +153,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// .unwrap();
     /// ```
     #[inline]
-    pub fn send_self<M: Send + 'static>(&self, msg: M) {
+    pub fn send_self<M: Send + Sync + 'static>(&self, msg: M) {
         crate::mbox::deliver_to_self(self.cell, Envelope::immutable(msg))
     }
 
@@ -179,7 +179,7 @@ impl<'a, A: Agent> Context<'a, A> {
     fn add_immutable<M, F>(
         &mut self,
         id: MboxId,
-        named: Option<Arc<NamedMbox>>,
+        named: Option<Arc<IndirectMbox>>,
         mut handler: F,
     ) -> Result<(), SubscribeError>
     where
@@ -262,6 +262,9 @@ impl<'a, A: Agent> Context<'a, A> {
     {
         let own = self.cell().mbox_id();
         match mbox.as_named() {
+            None if mbox.is_custom() => Err(SubscribeError::NotSubscribable {
+                message_type: std::any::type_name::<M>(),
+            }),
             None if mbox.id() == own => self.add_immutable(own, None, handler),
             None => Err(SubscribeError::ForeignDirectMailbox {
                 message_type: std::any::type_name::<M>(),

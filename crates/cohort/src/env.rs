@@ -12,6 +12,7 @@ use crate::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 use crate::defaults;
 use crate::dispatcher::{Binder, DispatcherCore, DispatcherHandle, OneThreadBuilder};
 use crate::error::{DispatcherError, LaunchError, RegisterError};
+use crate::mbox::IndirectMbox;
 use crate::mbox::Mbox;
 use crate::named::NamedMbox;
 use crate::panic::PanicReaction;
@@ -210,7 +211,7 @@ pub(crate) struct EnvShared {
     /// The thread that distributes statistics, while on.
     stats_thread: Mutex<Option<StatsThread>>,
     /// Named mailboxes alive: the same name gives the same mailbox while anyone holds it.
-    named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<NamedMbox>>>,
+    named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<IndirectMbox>>>,
     /// `active_group` group names in use: name -> (dispatcher id, dispatcher name).
     group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
 }
@@ -512,18 +513,24 @@ impl Environment {
     pub fn named_mbox(&self, name: &str) -> Mbox {
         let mut names = self.0.named.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = names.get(name).and_then(std::sync::Weak::upgrade) {
-            return Mbox::named(m);
+            return Mbox::indirect(m);
         }
         names.retain(|_, w| w.strong_count() > 0);
         let name: Arc<str> = Arc::from(name);
-        let m = Arc::new(NamedMbox::new(Some(name.clone()), Arc::downgrade(&self.0)));
+        let m = Arc::new(IndirectMbox::Named(NamedMbox::new(
+            Some(name.clone()),
+            Arc::downgrade(&self.0),
+        )));
         names.insert(name, Arc::downgrade(&m));
-        Mbox::named(m)
+        Mbox::indirect(m)
     }
 
     /// A new anonymous multi-consumer mailbox.
     pub fn anonymous_mbox(&self) -> Mbox {
-        Mbox::named(Arc::new(NamedMbox::new(None, Arc::downgrade(&self.0))))
+        Mbox::indirect(Arc::new(IndirectMbox::Named(NamedMbox::new(
+            None,
+            Arc::downgrade(&self.0),
+        ))))
     }
 
     /// Number of named mailboxes alive.

@@ -21,6 +21,15 @@ pub enum SubscribeError {
         /// The message type's name.
         message_type: &'static str,
     },
+    /// A custom mailbox ([`CustomMbox`](crate::CustomMbox)) delivers by itself: agents cannot
+    /// subscribe to it.
+    #[error(
+        "cannot subscribe to `{message_type}` on a custom mailbox: it delivers messages itself; subscribe on a named mailbox it forwards to"
+    )]
+    NotSubscribable {
+        /// The message type's name.
+        message_type: &'static str,
+    },
 }
 
 /// A send was refused.

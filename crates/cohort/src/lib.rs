@@ -54,6 +54,7 @@
 mod agent;
 mod cell;
 mod coop;
+mod custom_mbox;
 mod dead_letter;
 pub mod defaults;
 mod demand;
@@ -73,6 +74,7 @@ pub use agent::{Agent, Context, DefineError};
 pub use coop::{
     AgentHandle, Coop, CoopDeregistered, CoopHandle, CoopId, CoopRegistered, DeregReason,
 };
+pub use custom_mbox::{AnyMessage, CustomMbox};
 pub use dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use dispatcher::{
     ActiveGroupBuilder, ActiveObjBuilder, Binder, DispatcherHandle, OneThreadBuilder,

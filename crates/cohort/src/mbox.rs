@@ -11,6 +11,7 @@
 //! [`AgentRef::handle`], which finds the handler in the agent's subscriptions and calls it.
 
 use crate::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
+use crate::custom_mbox::{CustomMbox, deliver_custom};
 use crate::demand::Demand;
 use crate::error::SendError;
 use crate::message::Envelope;
@@ -25,7 +26,45 @@ pub struct MboxId(pub(crate) usize);
 #[derive(Clone)]
 enum MboxKind {
     Direct(Arc<DynCell>),
-    Named(Arc<NamedMbox>),
+    /// Two variants, not three: a fat and a thin pointer share 16 bytes with no tag, which
+    /// keeps `Mbox` (held by millions of agents in skynet) at two words.
+    Indirect(Arc<IndirectMbox>),
+}
+
+/// A mailbox that is not an agent's direct one.
+pub(crate) enum IndirectMbox {
+    /// Multi-consumer: named or anonymous.
+    Named(NamedMbox),
+    /// Written outside the core (see [`CustomMbox`]).
+    Custom(Box<dyn CustomMbox>),
+}
+
+impl IndirectMbox {
+    /// Adds `cell` as a subscriber of `key` (a named mailbox; a custom one has none).
+    pub(crate) fn subscribe(&self, key: std::any::TypeId, cell: Arc<DynCell>) {
+        if let IndirectMbox::Named(m) = self {
+            m.subscribe(self.id(), key, cell)
+        }
+    }
+
+    /// Removes `cell` from the subscribers of `key`.
+    pub(crate) fn unsubscribe(&self, key: std::any::TypeId, cell: *const DynCell) {
+        if let IndirectMbox::Named(m) = self {
+            m.unsubscribe(key, cell)
+        }
+    }
+
+    /// The mailbox id: its address.
+    pub(crate) fn id(&self) -> MboxId {
+        MboxId(self as *const Self as usize)
+    }
+
+    fn name(&self) -> Option<&str> {
+        match self {
+            IndirectMbox::Named(m) => m.name(),
+            IndirectMbox::Custom(t) => t.name(),
+        }
+    }
 }
 
 /// A mailbox handle: clone it freely, send to it from any thread.
@@ -65,16 +104,68 @@ impl Mbox {
         }
     }
 
-    pub(crate) fn named(m: Arc<NamedMbox>) -> Self {
+    pub(crate) fn indirect(m: Arc<IndirectMbox>) -> Self {
         Self {
-            kind: MboxKind::Named(m),
+            kind: MboxKind::Indirect(m),
         }
     }
 
-    pub(crate) fn as_named(&self) -> Option<&Arc<NamedMbox>> {
+    /// A mailbox whose deliveries go to `target` (see [`CustomMbox`]).
+    ///
+    /// ```
+    /// use cohort::{AnyMessage, CustomMbox, Mbox};
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// struct Counting(AtomicUsize);
+    /// impl CustomMbox for Counting {
+    ///     fn deliver(&self, _msg: AnyMessage) {
+    ///         self.0.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }
+    /// let target = Arc::new(Counting(AtomicUsize::new(0)));
+    /// let mbox = Mbox::custom(target.clone());
+    /// mbox.send(1u8);
+    /// assert_eq!(target.0.load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn custom(target: impl CustomMbox) -> Self {
+        Self::indirect(Arc::new(IndirectMbox::Custom(Box::new(target))))
+    }
+
+    /// The named (or anonymous) multi-consumer mailbox behind this handle, if it is one.
+    pub(crate) fn as_named(&self) -> Option<&Arc<IndirectMbox>> {
         match &self.kind {
-            MboxKind::Named(m) => Some(m),
-            MboxKind::Direct(_) => None,
+            MboxKind::Indirect(m) if matches!(**m, IndirectMbox::Named(_)) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a custom mailbox (agents cannot subscribe to it).
+    pub(crate) fn is_custom(&self) -> bool {
+        matches!(&self.kind, MboxKind::Indirect(m) if matches!(**m, IndirectMbox::Custom(_)))
+    }
+
+    /// Delivers an already built envelope (immutable or mutable) as `send`/`send_mut` would.
+    pub(crate) fn deliver_envelope(&self, msg: Envelope) -> Result<(), SendError> {
+        match &self.kind {
+            MboxKind::Direct(cell) => {
+                deliver_direct(cell, msg);
+                Ok(())
+            }
+            MboxKind::Indirect(m) => match &**m {
+                IndirectMbox::Named(n) if !msg.is_mutable() => {
+                    n.publish_envelope(msg);
+                    Ok(())
+                }
+                IndirectMbox::Custom(t) if !msg.is_mutable() || t.accepts_mutable() => {
+                    deliver_custom(&**t, msg);
+                    Ok(())
+                }
+                _ => Err(SendError::MutableToMultiConsumer {
+                    message_type: msg.type_name(),
+                    mailbox: m.name().unwrap_or("<anonymous>").to_string(),
+                }),
+            },
         }
     }
 
@@ -88,7 +179,10 @@ impl Mbox {
     pub fn send<M: Send + Sync + 'static>(&self, msg: M) {
         match &self.kind {
             MboxKind::Direct(cell) => deliver_direct(cell, Envelope::immutable(msg)),
-            MboxKind::Named(m) => m.publish(msg),
+            MboxKind::Indirect(m) => match &**m {
+                IndirectMbox::Named(n) => n.publish(msg),
+                IndirectMbox::Custom(t) => deliver_custom(&**t, Envelope::immutable(msg)),
+            },
         }
     }
 
@@ -103,10 +197,7 @@ impl Mbox {
                 deliver_direct(cell, Envelope::mutable(msg));
                 Ok(())
             }
-            MboxKind::Named(m) => Err(SendError::MutableToMultiConsumer {
-                message_type: std::any::type_name::<M>(),
-                mailbox: m.name().unwrap_or("<anonymous>").to_string(),
-            }),
+            MboxKind::Indirect(_) => self.deliver_envelope(Envelope::mutable(msg)),
         }
     }
 
@@ -114,7 +205,7 @@ impl Mbox {
     pub fn id(&self) -> MboxId {
         match &self.kind {
             MboxKind::Direct(cell) => cell.mbox_id(),
-            MboxKind::Named(m) => m.id(),
+            MboxKind::Indirect(m) => m.id(),
         }
     }
 
@@ -122,7 +213,7 @@ impl Mbox {
     pub fn name(&self) -> Option<&str> {
         match &self.kind {
             MboxKind::Direct(_) => None,
-            MboxKind::Named(m) => m.name(),
+            MboxKind::Indirect(m) => m.name(),
         }
     }
 }
@@ -209,9 +300,11 @@ impl fmt::Debug for Mbox {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             MboxKind::Direct(_) => write!(f, "Mbox::Direct({:#x})", self.id().0),
-            MboxKind::Named(m) => match m.name() {
-                Some(n) => write!(f, "Mbox::Named({n:?})"),
-                None => write!(f, "Mbox::Anonymous({:#x})", self.id().0),
+            MboxKind::Indirect(m) => match (&**m, m.name()) {
+                (IndirectMbox::Named(_), Some(n)) => write!(f, "Mbox::Named({n:?})"),
+                (IndirectMbox::Named(_), None) => write!(f, "Mbox::Anonymous({:#x})", self.id().0),
+                (IndirectMbox::Custom(_), Some(n)) => write!(f, "Mbox::Custom({n:?})"),
+                (IndirectMbox::Custom(_), None) => write!(f, "Mbox::Custom({:#x})", self.id().0),
             },
         }
     }

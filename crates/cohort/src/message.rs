@@ -37,11 +37,20 @@ pub(crate) struct MsgMeta {
     /// The payload is an `Arc<M>` shared by several receivers (1:N delivery), even when `M`
     /// would fit inline.
     pub(crate) shared: bool,
+    /// A [`Mutable<M>`] message: one receiver, handled by value.
+    pub(crate) mutable: bool,
     /// Makes another envelope of the same message for another receiver: a bit copy of a
     /// one-word payload without drop glue, or one more count on a shared `Arc`. `None` for
     /// messages with one receiver.
     pub(crate) copy: Option<unsafe fn(&Payload) -> Payload>,
+    /// Turns a boxed immutable payload into a shared one (`Arc<M>`) with its meta, so that a
+    /// forwarded message can reach several receivers. `None` where `copy` already works or
+    /// the message is mutable.
+    pub(crate) share: Option<ShareFn>,
 }
+
+/// Moves a boxed or inline immutable payload into a shared `Arc`, with the shared meta.
+pub(crate) type ShareFn = unsafe fn(Payload) -> (&'static MsgMeta, Payload);
 
 /// One word of payload: the message itself when it fits, else a pointer to its box.
 pub(crate) type Payload = MaybeUninit<usize>;
@@ -59,6 +68,12 @@ impl<M: Send + 'static> Metas<M> {
         name: std::any::type_name::<M>,
         drop: drop_fn::<M>(),
         shared: false,
+        mutable: false,
+        share: if is_inline::<M>() && !std::mem::needs_drop::<M>() {
+            None
+        } else {
+            Some(share_boxed::<M>)
+        },
         copy: if is_inline::<M>() && !std::mem::needs_drop::<M>() {
             Some(copy_bits)
         } else {
@@ -70,6 +85,8 @@ impl<M: Send + 'static> Metas<M> {
         name: std::any::type_name::<M>,
         drop: Some(drop_arc::<M>),
         shared: true,
+        mutable: false,
+        share: None,
         copy: Some(retain_arc::<M>),
     };
     const MUTABLE: &'static MsgMeta = &MsgMeta {
@@ -77,6 +94,8 @@ impl<M: Send + 'static> Metas<M> {
         name: std::any::type_name::<Mutable<M>>,
         drop: drop_fn::<M>(),
         shared: false,
+        mutable: true,
+        share: None,
         copy: None,
     };
 }
@@ -94,6 +113,22 @@ unsafe fn retain_arc<M>(p: &Payload) -> Payload {
     // the new payload.
     unsafe { Arc::increment_strong_count(p.assume_init() as *const M) };
     *p
+}
+
+/// # Safety
+/// `p` holds an immutable `M` stored as `Metas::<M>::IMMUTABLE` stores it (inline or boxed),
+/// not used again. (`M` is `Sync`: `Envelope::immutable` requires it.)
+unsafe fn share_boxed<M: Send + 'static>(p: Payload) -> (&'static MsgMeta, Payload) {
+    let msg: M = if is_inline::<M>() {
+        // SAFETY: an inline `M` is at the start of the word (caller).
+        unsafe { p.as_ptr().cast::<M>().read() }
+    } else {
+        // SAFETY: a boxed payload is a `Box<M>` pointer owned by the caller.
+        unsafe { *Box::from_raw(p.assume_init() as *mut M) }
+    };
+    let mut out = Payload::uninit();
+    out.write(Arc::into_raw(Arc::new(msg)) as usize);
+    (Metas::<M>::SHARED, out)
 }
 
 const fn drop_fn<M>() -> Option<unsafe fn(&mut Payload)> {
@@ -143,7 +178,7 @@ unsafe impl Send for Envelope {}
 impl Envelope {
     /// An immutable message, handled by reference.
     #[inline]
-    pub(crate) fn immutable<M: Send + 'static>(msg: M) -> Self {
+    pub(crate) fn immutable<M: Send + Sync + 'static>(msg: M) -> Self {
         Self {
             meta: Metas::<M>::IMMUTABLE,
             payload: store(msg),
@@ -183,10 +218,38 @@ impl Envelope {
         })
     }
 
+    /// The same immutable message in a form that [`Envelope::duplicate`] can copy for
+    /// several receivers (a forwarded message published to a multi-consumer mailbox).
+    pub(crate) fn into_shareable(self) -> Envelope {
+        match self.meta.share {
+            Some(share) if self.meta.copy.is_none() => {
+                let this = ManuallyDrop::new(self);
+                // SAFETY: `share` belongs to this meta (an immutable `M`, which `immutable`
+                // requires to be `Sync`); the payload is moved out once and the envelope
+                // is forgotten.
+                let (meta, payload) = unsafe { share(this.payload) };
+                Envelope { meta, payload }
+            }
+            _ => self,
+        }
+    }
+
     /// The subscription key of this message.
     #[inline]
     pub(crate) fn key(&self) -> TypeId {
         self.meta.key
+    }
+
+    /// Whether the payload is shared by several receivers (1:N delivery).
+    #[inline]
+    pub(crate) fn is_shared(&self) -> bool {
+        self.meta.shared
+    }
+
+    /// Whether this is a mutable message (one receiver, handled by value).
+    #[inline]
+    pub(crate) fn is_mutable(&self) -> bool {
+        self.meta.mutable
     }
 
     /// The message type's name.

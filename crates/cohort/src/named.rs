@@ -75,15 +75,11 @@ impl NamedMbox {
         self.name.as_deref()
     }
 
-    /// The mailbox id: its address.
-    pub(crate) fn id(&self) -> MboxId {
-        MboxId(self as *const Self as usize)
-    }
-
-    /// Adds `cell` as a subscriber of `key`.
-    pub(crate) fn subscribe(&self, key: TypeId, cell: Arc<DynCell>) {
+    /// Adds `cell` as a subscriber of `key`; `mbox` is this mailbox's id (the address of the
+    /// [`IndirectMbox`](crate::mbox::IndirectMbox) that holds it).
+    pub(crate) fn subscribe(&self, mbox: MboxId, key: TypeId, cell: Arc<DynCell>) {
         let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        subs.entry(key).or_default().add(self.id(), cell);
+        subs.entry(key).or_default().add(mbox, cell);
     }
 
     /// Removes `cell` from the subscribers of `key`.
@@ -108,13 +104,42 @@ impl NamedMbox {
         };
         if groups.is_empty() {
             drop(subs);
-            return self.no_subscriber::<M>();
+            return self.no_subscriber(std::any::type_name::<M>());
         }
         let envelope = if is_inline::<M>() && !std::mem::needs_drop::<M>() {
             Envelope::immutable(msg)
         } else {
             Envelope::shared(Arc::new(msg))
         };
+        push_to_groups(groups, envelope)
+    }
+
+    /// Delivers an already built immutable envelope (a forwarded message) like `publish`.
+    pub(crate) fn publish_envelope(&self, msg: Envelope) {
+        let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
+        let groups = match subs.get(&msg.key()) {
+            Some(t) => &t.groups[..],
+            None => &[],
+        };
+        if groups.is_empty() {
+            drop(subs);
+            return self.no_subscriber(msg.type_name());
+        }
+        push_to_groups(groups, msg.into_shareable())
+    }
+
+    #[cold]
+    fn no_subscriber(&self, message_type: &'static str) {
+        if let Some(env) = self.env.upgrade() {
+            env.dead_letter(message_type, DeliveryFailure::NoSubscriber);
+        }
+    }
+}
+
+/// One demand per receiving queue, the envelope duplicated for all but the last.
+#[inline]
+fn push_to_groups(groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)], envelope: Envelope) {
+    {
         let mut envelope = Some(envelope);
         let n = groups.len();
         for (i, (queue, targets)) in groups.iter().enumerate() {
@@ -131,13 +156,6 @@ impl NamedMbox {
             } else {
                 queue.push_remote(d)
             }
-        }
-    }
-
-    #[cold]
-    fn no_subscriber<M>(&self) {
-        if let Some(env) = self.env.upgrade() {
-            env.dead_letter(std::any::type_name::<M>(), DeliveryFailure::NoSubscriber);
         }
     }
 }

@@ -9,9 +9,9 @@
 use crate::agent::{Agent, Context};
 use crate::cell::DynCell;
 use crate::error::SubscribeError;
+use crate::mbox::IndirectMbox;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
-use crate::named::NamedMbox;
 use std::any::TypeId;
 use std::sync::Arc;
 
@@ -23,7 +23,7 @@ struct Entry<A: Agent> {
     mbox: MboxId,
     handler: Handler<A>,
     /// The multi-consumer mailbox this subscription is registered with, to unregister it.
-    named: Option<Arc<NamedMbox>>,
+    named: Option<Arc<IndirectMbox>>,
     /// The handler is out of the table, running (see [`Subscriptions::take`]).
     taken: bool,
 }
@@ -94,7 +94,7 @@ impl<A: Agent> Subscriptions<A> {
         key: TypeId,
         type_name: fn() -> &'static str,
         handler: Handler<A>,
-        named: Option<Arc<NamedMbox>>,
+        named: Option<Arc<IndirectMbox>>,
     ) -> Result<(), SubscribeError> {
         if self.entries.iter().any(|e| e.key == key && e.mbox == mbox) {
             return Err(SubscribeError::AlreadySubscribed {
