@@ -48,3 +48,12 @@ pub const INJECTOR_INTERVAL: usize = 61;
 /// a parked thread on the reference VM: ordinary hand-offs keep their affinity, a handler
 /// that blocks does not strand the agent it just woke.
 pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
+
+/// How deep agent states can nest (a top-level state is at depth 0): SObjectizer's limit.
+/// Switching and looking up handlers walk at most this many parents.
+pub const MAX_STATE_DEPTH: usize = 16;
+
+/// How many `transfer_to_state` hops one message may make before it is taken for a loop and
+/// dropped as a `TransferLoop` dead letter. A transfer chain longer than a few states is a
+/// design error; 16 is generous and bounds the cost of a loop.
+pub const MAX_STATE_TRANSFERS: usize = 16;

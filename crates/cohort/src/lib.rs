@@ -65,6 +65,7 @@ mod message;
 mod named;
 mod panic;
 mod queue;
+mod state;
 mod stats;
 mod subscription;
 mod sync;
@@ -85,4 +86,5 @@ pub use error::{
 pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
+pub use state::{History, InState, State, StateError, Unhandled};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
