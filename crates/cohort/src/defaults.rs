@@ -48,3 +48,9 @@ pub const INJECTOR_INTERVAL: usize = 61;
 /// a parked thread on the reference VM: ordinary hand-offs keep their affinity, a handler
 /// that blocks does not strand the agent it just woke.
 pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
+
+/// How many cancelled timers may wait in the timer queue before it is compacted (the
+/// compaction also waits until they outnumber the live timers). Cancelled timers cost their
+/// queue entry until then; compacting removes them all at once in O(n), so every cancel costs
+/// amortised O(1), and small environments never compact at all.
+pub const TIMER_COMPACT_MIN: usize = 1024;

@@ -68,6 +68,7 @@ mod queue;
 mod stats;
 mod subscription;
 mod sync;
+pub mod timer;
 
 pub use agent::{Agent, Context, DefineError};
 pub use coop::{
@@ -86,3 +87,4 @@ pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
+pub use timer::TimerHandle;
