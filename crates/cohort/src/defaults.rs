@@ -57,3 +57,9 @@ pub const MAX_STATE_DEPTH: usize = 16;
 /// dropped as a `TransferLoop` dead letter. A transfer chain longer than a few states is a
 /// design error; 16 is generous and bounds the cost of a loop.
 pub const MAX_STATE_TRANSFERS: usize = 16;
+
+/// How many cancelled timers may wait in the timer queue before it is compacted (the
+/// compaction also waits until they outnumber the live timers). Cancelled timers cost their
+/// queue entry until then; compacting removes them all at once in O(n), so every cancel costs
+/// amortised O(1), and small environments never compact at all.
+pub const TIMER_COMPACT_MIN: usize = 1024;

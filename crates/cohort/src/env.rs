@@ -164,6 +164,7 @@ impl EnvironmentBuilder {
             agents: AtomicUsize::new(0),
             stats_on: Arc::new(AtomicBool::new(false)),
             stats_thread: Mutex::new(None),
+            timers: crate::timer::TimerService::new(),
         });
         *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Arc::new(CoopInner::root(shared.clone())));
@@ -211,6 +212,8 @@ pub(crate) struct EnvShared {
     stats_thread: Mutex<Option<StatsThread>>,
     /// Named mailboxes alive: the same name gives the same mailbox while anyone holds it.
     named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<NamedMbox>>>,
+    /// Delayed and periodic messages, and the `cohort-timer` thread (started with the first).
+    pub(crate) timers: Arc<crate::timer::TimerService>,
     /// `active_group` group names in use: name -> (dispatcher id, dispatcher name).
     group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
 }
@@ -252,7 +255,7 @@ impl EnvShared {
             coops: self.coops.load(Ordering::Relaxed),
             agents: self.agents.load(Ordering::Relaxed),
             named_mailboxes: self.named_count(),
-            timers: 0,
+            timers: self.timers.active(),
             dead_letters: self.dead_letters.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
             dispatchers,
@@ -350,6 +353,8 @@ impl EnvShared {
         }
         // Snapshots sent during shutdown would only become dead letters.
         self.stop_stats();
+        // Pending timers are cancelled; the timer thread ends.
+        self.timers.shutdown();
         if let Some(root) = self.root() {
             root.deregister(DeregReason::Shutdown);
         }

@@ -69,6 +69,7 @@ mod state;
 mod stats;
 mod subscription;
 mod sync;
+pub mod timer;
 
 pub use agent::{Agent, Context, DefineError};
 pub use coop::{
@@ -88,3 +89,4 @@ pub use message::Mutable;
 pub use panic::PanicReaction;
 pub use state::{History, InState, State, StateError, Unhandled};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
+pub use timer::TimerHandle;

@@ -15,7 +15,7 @@ pub(crate) type DeadLetterHandler<A> =
     Box<dyn for<'c> FnMut(&mut A, Unhandled, &mut Context<'c, A>) + Send>;
 
 /// What a pending time limit holds: dropping it cancels the timer.
-pub(crate) type TimerSlot = Box<dyn Send>;
+pub(crate) type TimerSlot = crate::timer::TimerHandle;
 
 /// The most states an agent can have (indices below the subscription actions' sentinels).
 pub(crate) const MAX_STATES: usize = u16::MAX as usize - 2;
