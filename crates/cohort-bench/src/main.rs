@@ -17,7 +17,7 @@ use machine::Machine;
 use report::{Format, Record};
 use scenarios::{
     Dispatcher, FifoArg, Placement, counting_actor, fan_out, parallel_thread_ring, ping_pong,
-    producer_consumer, self_send, skynet, thread_ring,
+    producer_consumer, self_send, skynet, state_switch, thread_ring,
 };
 use serde_json::{Map, Value, json};
 
@@ -75,6 +75,10 @@ enum Command {
     /// The seed's self-send grids across max_demands_at_once, on thread_pool and
     /// work_stealing: one record per cell.
     SelfSendGrid(SelfSendGridArgs),
+    /// Ping-pong through named mailboxes against direct ones, interleaved, with their ratio.
+    NamedPingPong(NamedPingPongArgs),
+    /// A handled message with a state switch against one without (issue 4: within 2x).
+    StateSwitch(StateSwitchArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -86,8 +90,27 @@ struct PingPongArgs {
     /// Round trips per run.
     #[arg(long, default_value_t = 1_000_000)]
     count: u64,
+    /// The mailboxes the agents send to.
+    #[arg(long, value_enum, default_value_t = ping_pong::Mailbox::Direct)]
+    mbox: ping_pong::Mailbox,
     #[command(flatten)]
     placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct NamedPingPongArgs {
+    /// Round trips per run, for each kind of mailbox.
+    #[arg(long, default_value_t = 1_000_000)]
+    count: u64,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct StateSwitchArgs {
+    /// Signals per variant per run.
+    #[arg(long, default_value_t = 5_000_000)]
+    count: u64,
 }
 
 #[derive(Args, Clone)]
@@ -209,6 +232,10 @@ fn main() {
             producer_consumer_records(&a, cli.common.runs.unwrap_or(5), &machine)
         }
         Command::SelfSend(a) => self_send_records(&a, cli.common.runs.unwrap_or(5), &machine),
+        Command::NamedPingPong(a) => {
+            named_ping_pong_records(&a, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::StateSwitch(a) => state_switch_records(&a, cli.common.runs.unwrap_or(5), &machine),
         Command::SelfSendGrid(a) => match self_send::validate_scale(a.scale) {
             Ok(()) => suite(
                 &self_send_grid(a.scale, a.threads, a.only),
@@ -240,6 +267,8 @@ enum Step {
     CountingActor(CountingActorArgs),
     ProducerConsumer(ProducerConsumerArgs),
     SelfSend(SelfSendArgs),
+    NamedPingPong(NamedPingPongArgs),
+    StateSwitch(StateSwitchArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -345,7 +374,13 @@ fn pool_ping_pongs(count: u64) -> Vec<Step> {
         ws,
     ]
     .into_iter()
-    .map(|placement| Step::PingPong(PingPongArgs { count, placement }))
+    .map(|placement| {
+        Step::PingPong(PingPongArgs {
+            count,
+            mbox: ping_pong::Mailbox::Direct,
+            placement,
+        })
+    })
     .collect()
 }
 
@@ -353,14 +388,21 @@ fn quick_plan() -> Vec<Step> {
     let mut plan = vec![
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
+            mbox: ping_pong::Mailbox::Direct,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 200_000,
+            mbox: ping_pong::Mailbox::Direct,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
     plan.extend(pool_ping_pongs(200_000));
+    plan.push(Step::NamedPingPong(NamedPingPongArgs {
+        count: 300_000,
+        placement: Placement::of(Dispatcher::OneThread),
+    }));
+    plan.push(Step::StateSwitch(StateSwitchArgs { count: 300_000 }));
     plan.push(Step::Skynet(SkynetArgs {
         leaves: 1_000_000,
         branching: 10,
@@ -410,14 +452,21 @@ fn full_plan() -> Vec<Step> {
     let mut plan = vec![
         Step::PingPong(PingPongArgs {
             count: 25_000_000,
+            mbox: ping_pong::Mailbox::Direct,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
+            mbox: ping_pong::Mailbox::Direct,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
     plan.extend(pool_ping_pongs(1_000_000));
+    plan.push(Step::NamedPingPong(NamedPingPongArgs {
+        count: 5_000_000,
+        placement: Placement::of(Dispatcher::OneThread),
+    }));
+    plan.push(Step::StateSwitch(StateSwitchArgs { count: 10_000_000 }));
     plan.push(Step::Skynet(SkynetArgs {
         leaves: 1_000_000,
         branching: 10,
@@ -486,6 +535,14 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
                 ));
                 out.extend(self_send_records(a, runs, machine));
             }
+            Step::NamedPingPong(a) => {
+                bar.set_message(format!("named-ping-pong {}", a.placement.label()));
+                out.extend(named_ping_pong_records(a, runs, machine));
+            }
+            Step::StateSwitch(a) => {
+                bar.set_message("state-switch");
+                out.extend(state_switch_records(a, runs, machine));
+            }
         }
         bar.inc(1);
     }
@@ -509,15 +566,15 @@ fn params(v: Value) -> Map<String, Value> {
 
 fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "ping-pong";
-    let variant = format!("{}, direct mailboxes", a.placement.label());
+    let variant = format!("{}, {}", a.placement.label(), a.mbox.label());
     let p = params(merge(
-        json!({ "count": a.count, "mailbox": "direct" }),
+        json!({ "count": a.count, "mailbox": format!("{:?}", a.mbox).to_lowercase() }),
         a.placement.params(),
     ));
     let mut msgs = Vec::new();
     let mut trips = Vec::new();
     for _ in 0..runs.max(1) {
-        match ping_pong::run_once(a.count, a.placement, false) {
+        match ping_pong::run_once(a.count, a.placement, false, a.mbox) {
             Ok(o) => {
                 let s = o.elapsed.as_secs_f64();
                 trips.push(o.round_trips as f64 / s);
@@ -532,7 +589,7 @@ fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     ];
     // One more run that times every round trip (timing costs a little throughput).
     let lat_count = a.count.min(1_000_000);
-    match ping_pong::run_once(lat_count, a.placement, true) {
+    match ping_pong::run_once(lat_count, a.placement, true, a.mbox) {
         Ok(o) => {
             if let Some(h) = o.latency {
                 for (metric, q) in [
@@ -798,6 +855,45 @@ fn self_send_records(a: &SelfSendArgs, runs: usize, machine: &Machine) -> Vec<Re
         Ok(vec![
             ("elapsed_s", s),
             ("messages_per_s", o.messages as f64 / s),
+        ])
+    })
+}
+
+/// Direct and named ping-pong run alternately (so noise hits both alike), with the per-run
+/// ratio of their throughputs.
+fn named_ping_pong_records(a: &NamedPingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    use ping_pong::Mailbox;
+    let variant = a.placement.label();
+    let p = params(merge(json!({ "count": a.count }), a.placement.params()));
+    sampled("named-ping-pong", &variant, &p, runs, machine, || {
+        let rate = |m: Mailbox| {
+            ping_pong::run_once(a.count, a.placement, false, m)
+                .map(|o| 2.0 * o.round_trips as f64 / o.elapsed.as_secs_f64())
+        };
+        let direct = rate(Mailbox::Direct)?;
+        let named = rate(Mailbox::Named)?;
+        Ok(vec![
+            ("direct_messages_per_s", direct),
+            ("named_messages_per_s", named),
+            ("named_over_direct_ratio", named / direct),
+        ])
+    })
+}
+
+/// A handled message with and without a state switch, timed back to back in each run.
+fn state_switch_records(a: &StateSwitchArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let variant = "one_thread, self-sent signal";
+    let p = params(json!({ "count": a.count }));
+    sampled("state-switch", variant, &p, runs, machine, || {
+        let o = state_switch::run_once(a.count)?;
+        let ns = |d: std::time::Duration| d.as_secs_f64() * 1e9 / o.count as f64;
+        let (plain, switch, nested) = (ns(o.plain), ns(o.switch), ns(o.nested));
+        Ok(vec![
+            ("plain_ns_per_msg", plain),
+            ("switch_ns_per_msg", switch),
+            ("nested_hooks_ns_per_msg", nested),
+            ("switch_ratio", switch / plain),
+            ("nested_hooks_ratio", nested / plain),
         ])
     })
 }

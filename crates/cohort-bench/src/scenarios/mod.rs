@@ -7,6 +7,7 @@ pub mod ping_pong;
 pub mod producer_consumer;
 pub mod self_send;
 pub mod skynet;
+pub mod state_switch;
 pub mod thread_ring;
 
 use cohort::dispatcher::{Fifo, PoolBindParams};
