@@ -36,14 +36,30 @@ pub(crate) const SUPPRESS: Action = u16::MAX - 1;
 struct Entry<A: Agent> {
     key: TypeId,
     mbox: MboxId,
-    /// The state this entry belongs to.
-    state: u16,
-    action: Action,
+    /// The state this entry belongs to (high half) and its action (low half): the hot scan
+    /// matches "handle, in the current state" with one comparison.
+    slot: u32,
     handler: Handler<A>,
     /// The multi-consumer mailbox this subscription is registered with, to unregister it.
     named: Option<Arc<NamedMbox>>,
     /// The handler is out of the table, running (see [`Subscriptions::take`]).
     taken: bool,
+}
+
+/// An entry's `slot`.
+#[inline(always)]
+fn slot(state: u16, action: Action) -> u32 {
+    (u32::from(state) << 16) | u32::from(action)
+}
+
+impl<A: Agent> Entry<A> {
+    fn state(&self) -> u16 {
+        (self.slot >> 16) as u16
+    }
+
+    fn action(&self) -> Action {
+        self.slot as u16
+    }
 }
 
 /// Stands in for a handler while it runs; zero-sized, so boxing it allocates nothing.
@@ -93,12 +109,14 @@ impl<A: Agent> Subscriptions<A> {
     /// (the caller then walks the ancestors, see `state::dispatch`).
     #[inline]
     pub(crate) fn take(&mut self, mbox: MboxId, key: TypeId) -> Option<(usize, Handler<A>)> {
-        let state = self.current();
+        let want = slot(self.current(), HANDLE);
         let i = self
             .entries
             .iter()
-            .position(|e| e.key == key && e.mbox == mbox && e.state == state)?;
-        self.take_at(i)
+            .position(|e| e.key == key && e.mbox == mbox && e.slot == want)?;
+        let e = &mut self.entries[i];
+        e.taken = true;
+        Some((i, std::mem::replace(&mut e.handler, placeholder())))
     }
 
     /// Takes the handler of entry `i` (see [`Subscriptions::take`]); `None` if the entry
@@ -106,7 +124,7 @@ impl<A: Agent> Subscriptions<A> {
     #[inline]
     pub(crate) fn take_at(&mut self, i: usize) -> Option<(usize, Handler<A>)> {
         let e = &mut self.entries[i];
-        if e.action != HANDLE {
+        if e.action() != HANDLE {
             return None;
         }
         e.taken = true;
@@ -117,8 +135,8 @@ impl<A: Agent> Subscriptions<A> {
     pub(crate) fn find(&self, mbox: MboxId, key: TypeId, state: u16) -> Option<(usize, Action)> {
         self.entries
             .iter()
-            .position(|e| e.key == key && e.mbox == mbox && e.state == state)
-            .map(|i| (i, self.entries[i].action))
+            .position(|e| e.key == key && e.mbox == mbox && e.state() == state)
+            .map(|i| (i, self.entries[i].action()))
     }
 
     /// Whether any state has an entry for (mailbox, type).
@@ -181,8 +199,7 @@ impl<A: Agent> Subscriptions<A> {
         self.entries.push(Entry {
             key,
             mbox,
-            state,
-            action,
+            slot: slot(state, action),
             handler,
             named,
             taken: false,
