@@ -267,6 +267,39 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
     /// A message of type `M` (write `Mutable<T>` for mutable messages) arriving through the
     /// direct mailbox in this state switches the agent to `target` and is then handled
     /// there, as if it had arrived in `target`.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError};
+    ///
+    /// struct Request(u32);
+    /// struct Server;
+    /// impl Agent for Server {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         let idle = ctx.new_state("idle")?;
+    ///         let busy = ctx.new_state("busy")?;
+    ///         // A request wakes the server up and is served in `busy`.
+    ///         ctx.in_state(&idle).transfer_to_state::<Request>(&busy)?;
+    ///         ctx.in_state(&busy).on(move |_: &mut Self, r: &Request, ctx: &mut Context<'_, Self>| {
+    ///             assert!(ctx.is_in(&busy));
+    ///             assert_eq!(r.0, 42);
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         ctx.change_state(&idle)?;
+    ///         Ok(())
+    ///     }
+    ///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+    ///         ctx.send_self(Request(42));
+    ///     }
+    /// }
+    ///
+    /// cohort::launch(|env| {
+    ///     let mut coop = env.new_coop();
+    ///     coop.add(Server);
+    ///     env.register_coop(coop)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn transfer_to_state<M: 'static>(
         &mut self,
         target: &State,
@@ -367,6 +400,42 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
     }
 
     /// Sets what this state remembers of its substates when it is left (see [`History`]).
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError, History};
+    ///
+    /// struct Next;
+    /// struct Player;
+    /// impl Agent for Player {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         let playing = ctx.new_state("playing")?;
+    ///         let track1 = ctx.new_substate(&playing, "track 1")?;
+    ///         let track2 = ctx.new_substate(&playing, "track 2")?;
+    ///         let paused = ctx.new_state("paused")?;
+    ///         ctx.in_state(&playing).history(History::Shallow)?;
+    ///         ctx.in_state(&track1).on(move |_: &mut Self, _: &Next, ctx: &mut Context<'_, Self>| {
+    ///             ctx.change_state(&track2).unwrap();
+    ///             ctx.change_state(&paused).unwrap();
+    ///             ctx.change_state(&playing).unwrap(); // back to track 2, not track 1
+    ///             assert_eq!(ctx.current_state(), track2);
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         ctx.change_state(&playing)?; // lands in track 1, the initial substate
+    ///         Ok(())
+    ///     }
+    ///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+    ///         ctx.send_self(Next);
+    ///     }
+    /// }
+    ///
+    /// cohort::launch(|env| {
+    ///     let mut coop = env.new_coop();
+    ///     coop.add(Player);
+    ///     env.register_coop(coop)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn history(&mut self, history: History) -> Result<&mut Self, StateError> {
         let info = self.info()?;
         info.history = history;
@@ -395,6 +464,35 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
     /// After `limit` spent in this state (including its substates), the agent switches to
     /// `target`. Leaving the state earlier cancels it; each entry starts it afresh. Applies
     /// from the next entry into the state.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError};
+    /// use std::time::Duration;
+    ///
+    /// struct Answer;
+    /// struct Caller;
+    /// impl Agent for Caller {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         let waiting = ctx.new_state("waiting for an answer")?;
+    ///         let gave_up = ctx.new_state("gave up")?;
+    ///         ctx.in_state(&waiting)
+    ///             .time_limit(Duration::from_millis(5), &gave_up)?
+    ///             .on(|_: &mut Self, _: &Answer, _: &mut Context<'_, Self>| unreachable!())?;
+    ///         ctx.in_state(&gave_up)
+    ///             .on_enter(|_: &mut Self, ctx: &mut Context<'_, Self>| ctx.stop_environment())?;
+    ///         ctx.change_state(&waiting)?; // nobody answers
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// cohort::launch(|env| {
+    ///     let mut coop = env.new_coop();
+    ///     coop.add(Caller);
+    ///     env.register_coop(coop)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
     pub fn time_limit(&mut self, limit: Duration, target: &State) -> Result<&mut Self, StateError> {
         let t = self.ctx.own_or_err(target)?;
         self.info()?.time_limit = Some((limit, t));
