@@ -367,6 +367,17 @@ fn the_dead_letter_handler_takes_what_no_state_handles() {
             ctx.in_state(&busy)
                 .on(|me: &mut Scripted, _: &Ping, _: &mut Context<'_, Scripted>| me.note("ping"))?
                 .suppress::<Pong>()?;
+            ctx.on_dead_letter_of(
+                |me: &mut Scripted, n: &u32, _: &mut Context<'_, Scripted>| {
+                    me.note(format!("dead u32 {n} (its own handler)"))
+                },
+            )?;
+            let again = ctx
+                .on_dead_letter_of(|_: &mut Scripted, _: &u32, _: &mut Context<'_, Scripted>| {});
+            assert!(matches!(
+                again,
+                Err(SubscribeError::AlreadySubscribedInState { .. })
+            ));
             ctx.on_dead_letter(
                 |me: &mut Scripted, letter: Unhandled, _: &mut Context<'_, Scripted>| {
                     if let Some(n) = letter.downcast_ref::<u64>() {
@@ -385,6 +396,7 @@ fn the_dead_letter_handler_takes_what_no_state_handles() {
         |mbox| {
             mbox.send(Ping);
             mbox.send(7u64);
+            mbox.send(5u32);
             mbox.send(Pong); // suppressed: not a dead letter
             mbox.send_mut(String::from("hi")).unwrap();
             mbox.send(Where);
@@ -395,6 +407,7 @@ fn the_dead_letter_handler_takes_what_no_state_handles() {
         [
             "ping".to_string(),
             "dead u64 7".into(),
+            "dead u32 5 (its own handler)".into(),
             "dead mutable hi".into(),
             format!("dead {}", std::any::type_name::<Where>()),
         ]

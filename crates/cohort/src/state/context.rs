@@ -3,7 +3,7 @@
 
 use super::machine::{Hook, StateMachine};
 use super::unhandled::Unhandled;
-use super::{DEFAULT_STATE, History, State, StateError};
+use super::{DEAD_LETTER_STATE, DEFAULT_STATE, History, State, StateError};
 use crate::agent::{Agent, Context, immutable_handler, mutable_handler};
 use crate::error::SubscribeError;
 use crate::mbox::Mbox;
@@ -180,6 +180,55 @@ impl<'a, A: Agent> Context<'a, A> {
         F: for<'c> FnMut(&mut A, Unhandled, &mut Context<'c, A>) + Send + 'static,
     {
         self.machine().dead_letter = Some(Box::new(handler));
+    }
+
+    /// Sets the agent's dead-letter handler for immutable messages of type `M` on its direct
+    /// mailbox: an `M` that no handler of the current state (nor of its parents) takes goes to
+    /// it, before [`Context::on_dead_letter`]'s handler for any type. A second one for `M` is
+    /// [`SubscribeError::AlreadySubscribedInState`].
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError};
+    ///
+    /// struct Late(u32);
+    /// struct Closed;
+    /// impl Agent for Closed {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         let shut = ctx.new_state("shut")?; // handles nothing
+    ///         ctx.on_dead_letter_of(|_: &mut Self, late: &Late, ctx: &mut Context<'_, Self>| {
+    ///             assert_eq!(late.0, 3);
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         ctx.change_state(&shut)?;
+    ///         Ok(())
+    ///     }
+    ///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+    ///         ctx.send_self(Late(3));
+    ///     }
+    /// }
+    ///
+    /// cohort::launch(|env| {
+    ///     let mut coop = env.new_coop();
+    ///     coop.add(Closed);
+    ///     env.register_coop(coop)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn on_dead_letter_of<M, F>(&mut self, handler: F) -> Result<(), SubscribeError>
+    where
+        M: Send + 'static,
+        F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
+    {
+        self.machine();
+        self.add_entry(
+            DEAD_LETTER_STATE,
+            HANDLE,
+            None,
+            TypeId::of::<M>(),
+            std::any::type_name::<M>,
+            immutable_handler(handler),
+        )
     }
 }
 

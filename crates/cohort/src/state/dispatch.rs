@@ -2,6 +2,7 @@
 //! current state has no handler of its own (walk the parents, transfer, suppress, time-outs,
 //! the dead-letter handler), and running the hooks a switch left pending.
 
+use super::DEAD_LETTER_STATE;
 use super::machine::Effect;
 use super::time_limit::{self, StateTimeout};
 use super::unhandled::Unhandled;
@@ -84,8 +85,15 @@ impl<A: Agent> AgentBody<A> {
         header.dead_letter(msg, DeliveryFailure::TransferLoop)
     }
 
-    /// A message no state takes: to the agent's dead-letter handler, or counted.
+    /// A message no state takes: to the agent's dead-letter handler for its type, else its
+    /// dead-letter handler for any type, else counted.
     fn dead_letter(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
+        let key = msg.key();
+        if let Some((i, HANDLE)) = self.subs.find(mbox, key, DEAD_LETTER_STATE)
+            && let Some((slot, handler)) = self.subs.take_at(i)
+        {
+            return self.run_handler(this, slot, mbox, key, handler, msg);
+        }
         let handler = self
             .subs
             .machine

@@ -97,7 +97,9 @@ impl<A: Agent> StateMachine<A> {
     }
 
     pub(crate) fn name(&self, s: u16) -> &str {
-        &self.states[usize::from(s)].name
+        self.states
+            .get(usize::from(s))
+            .map_or("<dead-letter handler>", |i| &i.name)
     }
 
     pub(crate) fn parent(&self, s: u16) -> Option<u16> {

@@ -64,6 +64,10 @@ use std::fmt;
 /// The index of the default state, the one every agent starts in.
 pub(crate) const DEFAULT_STATE: u16 = 0;
 
+/// The pseudo-state of per-type dead-letter handlers (`Context::on_dead_letter_of`): never
+/// current, consulted when no state takes a message.
+pub(crate) const DEAD_LETTER_STATE: u16 = u16::MAX;
+
 /// A state of one agent: a small copyable handle made by
 /// [`Context::new_state`](crate::Context::new_state) or
 /// [`Context::new_substate`](crate::Context::new_substate), valid only with that agent's
