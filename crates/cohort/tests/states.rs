@@ -658,3 +658,62 @@ fn leaving_a_state_cancels_its_time_limit() {
         "a cancelled time limit switched state: {log:?}"
     );
 }
+
+#[test]
+fn leaving_a_state_drops_its_timer_and_reentering_starts_one() {
+    let log = watchdog(TIMEOUT, || {
+        let env = cohort::Environment::builder().start().unwrap();
+        let log = Log::default();
+        let mut coop = env.new_coop();
+        let script = |ctx: &mut Context<'_, Scripted>| -> Result<(), DefineError> {
+            let waiting = ctx.new_state("waiting")?;
+            let never = ctx.new_state("never")?;
+            let served = ctx.new_state("served")?;
+            let count = |ctx: &Context<'_, Scripted>| ctx.environment().timer_count();
+            ctx.in_state(&waiting)
+                .time_limit(Duration::from_secs(3600), &never)?
+                .on(
+                    move |me: &mut Scripted, _: &Ping, ctx: &mut Context<'_, Scripted>| {
+                        me.note(format!("waiting: {} timer", count(ctx)));
+                        ctx.change_state(&served).unwrap();
+                        me.note(format!("left: {} timers", count(ctx)));
+                    },
+                )?
+                .on(
+                    move |me: &mut Scripted, _: &Where, ctx: &mut Context<'_, Scripted>| {
+                        me.note(format!("after the hooks: {} timer", count(ctx)));
+                        ctx.stop_environment();
+                    },
+                )?;
+            ctx.in_state(&served).on(
+                move |me: &mut Scripted, _: &Pong, ctx: &mut Context<'_, Scripted>| {
+                    ctx.change_state(&waiting).unwrap();
+                    me.note(format!("switched back: {} timers", count(ctx)));
+                },
+            )?;
+            ctx.change_state(&waiting)?;
+            Ok(())
+        };
+        let mbox = coop
+            .add(Scripted {
+                log: log.clone(),
+                script: Some(Box::new(script)),
+            })
+            .mbox();
+        env.register_coop(coop).unwrap();
+        mbox.send(Ping); // waiting -> served: the timer goes at once
+        mbox.send(Pong); // served -> waiting: a new timer once the handler returns
+        mbox.send(Where); // stops the environment
+        env.wait();
+        log.lock().map(|l| l.clone()).unwrap()
+    });
+    assert_eq!(
+        log,
+        [
+            "waiting: 1 timer",
+            "left: 0 timers",
+            "switched back: 0 timers",
+            "after the hooks: 1 timer"
+        ]
+    );
+}
