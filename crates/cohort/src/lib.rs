@@ -87,4 +87,4 @@ pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
-pub use timer::TimerHandle;
+pub use timer::{TimerHandle, TimerQueue};

@@ -8,6 +8,7 @@ pub mod producer_consumer;
 pub mod self_send;
 pub mod skynet;
 pub mod thread_ring;
+pub mod timers;
 
 use cohort::dispatcher::{Fifo, PoolBindParams};
 
