@@ -4,6 +4,7 @@
 //! `cohort-bench full` at the seeds' sizes; each scenario is also a subcommand of its own.
 //! See docs/BENCHMARKS.md for what each scenario measures and where it comes from.
 
+mod alloc;
 mod cpu;
 mod machine;
 mod report;
@@ -21,6 +22,9 @@ use scenarios::{
     producer_consumer, self_send, skynet, thread_ring, timers,
 };
 use serde_json::{Map, Value, json};
+
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 #[derive(Parser)]
 #[command(
@@ -407,13 +411,7 @@ fn quick_plan() -> Vec<Step> {
             placement,
         }));
     }
-    plan.push(Step::Timers(TimersArgs {
-        count: 100_000,
-        delay_ms: 200,
-        spread_ms: 200,
-        periodic_ms: 1000,
-        queue: vec![timers::QueueArg::Wheel, timers::QueueArg::Heap],
-    }));
+    plan.push(timers_step(100_000, 200, 1000));
     plan
 }
 
@@ -471,13 +469,7 @@ fn full_plan() -> Vec<Step> {
         Dispatcher::WorkStealing,
     ];
     plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
-    plan.push(Step::Timers(TimersArgs {
-        count: 1_000_000,
-        delay_ms: 1000,
-        spread_ms: 1000,
-        periodic_ms: 3000,
-        queue: vec![timers::QueueArg::Wheel, timers::QueueArg::Heap],
-    }));
+    plan.push(timers_step(1_000_000, 1000, 3000));
     plan
 }
 
@@ -846,6 +838,18 @@ fn self_send_records(a: &SelfSendArgs, runs: usize, machine: &Machine) -> Vec<Re
     })
 }
 
+/// The timers scenario on both queues: `count` timers due over [delay, 2 delay), and the 1 ms
+/// periodic timer for `periodic_ms`.
+fn timers_step(count: u64, delay_ms: u64, periodic_ms: u64) -> Step {
+    Step::Timers(TimersArgs {
+        count,
+        delay_ms,
+        spread_ms: delay_ms,
+        periodic_ms,
+        queue: vec![timers::QueueArg::Wheel, timers::QueueArg::Heap],
+    })
+}
+
 fn timers_records(a: &TimersArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "timers";
     let placement = Placement::of(Dispatcher::OneThread);
@@ -869,8 +873,9 @@ fn timers_records(a: &TimersArgs, runs: usize, machine: &Machine) -> Vec<Record>
                         "schedule_ns_per_timer",
                         o.schedule.as_nanos() as f64 / o.count as f64,
                     ));
-                    if let Some(b) = o.bytes_per_timer {
-                        m.push(("bytes_per_pending_timer", b));
+                    m.push(("heap_bytes_per_pending_timer", o.heap_bytes_per_timer));
+                    if let Some(b) = o.rss_bytes_per_timer {
+                        m.push(("rss_bytes_per_pending_timer", b));
                     }
                     if let Some(c) = o.fire_cpu_per_timer {
                         m.push(("timer_thread_cpu_ns_per_timer", c.as_nanos() as f64));

@@ -4,12 +4,13 @@
 //! - `mass`: a plain thread schedules `count` delayed sends (fire and forget) to one counting
 //!   agent, with delays spread evenly over `[delay, delay + spread)` (a fixed pseudo-random
 //!   order), so that they are all pending when scheduling ends; then waits until the agent has
-//!   handled every one. Reported: scheduling time per timer, memory per pending timer (RSS
-//!   growth over the scheduling, divided by the timers then pending), the CPU time of the
+//!   handled every one. Reported: scheduling time per timer, memory per pending timer (heap
+//!   bytes the scheduling thread allocated and kept, and RSS growth, each divided by the
+//!   timers then pending), the CPU time of the
 //!   `cohort-timer` thread per timer fired, the time from the last deadline to the last
 //!   message handled, the mean and maximum lateness of a message (handling time minus its
 //!   deadline as the bench computed it, which is at most the real one), and the peak RSS.
-//! - `periodic`: one 1 ms periodic timer to an idle agent for `secs` seconds: ticks
+//! - `periodic`: one 1 ms periodic timer to an idle agent for a while: ticks
 //!   received, and the CPU time of the whole process as a share of one core (a timer thread
 //!   that polled would show close to 100 %).
 
@@ -90,8 +91,12 @@ pub struct MassOutcome {
     pub count: u64,
     /// Scheduling every timer (from the plain thread).
     pub schedule: Duration,
-    /// RSS growth over the scheduling per timer then pending (`None` without /proc).
-    pub bytes_per_timer: Option<f64>,
+    /// Heap bytes the scheduling thread allocated and kept, per timer then pending (timer,
+    /// queue entry and the queue's spare capacity).
+    pub heap_bytes_per_timer: f64,
+    /// RSS growth over the scheduling per timer then pending (`None` without /proc; low
+    /// when the allocator reuses pages freed by an earlier run).
+    pub rss_bytes_per_timer: Option<f64>,
     /// CPU time of the `cohort-timer` thread over the run, per timer.
     pub fire_cpu_per_timer: Option<Duration>,
     /// From the last deadline to the last message handled.
@@ -149,16 +154,19 @@ pub fn run_mass(
     let cpu_before = cpu::threads_named("cohort-timer");
     let rss_before = rss::current_bytes();
     let started = Instant::now();
-    let mut last_deadline = 0u64;
-    for i in 0..count {
-        let d = delay_of(i, count, delay, spread);
-        let due = u64::try_from((Instant::now() - base + d).as_nanos()).unwrap_or(u64::MAX);
-        last_deadline = last_deadline.max(due);
-        env.send_delayed(&counter, d, Due(due)).detach();
-    }
+    let (last_deadline, heap_bytes) = crate::alloc::net_bytes_of(|| {
+        let mut last_deadline = 0u64;
+        for i in 0..count {
+            let d = delay_of(i, count, delay, spread);
+            let due = u64::try_from((Instant::now() - base + d).as_nanos()).unwrap_or(u64::MAX);
+            last_deadline = last_deadline.max(due);
+            env.send_delayed(&counter, d, Due(due)).detach();
+        }
+        last_deadline
+    });
     let schedule = started.elapsed();
     let pending = env.timer_count();
-    let bytes_per_timer = match (rss_before, rss::current_bytes()) {
+    let rss_bytes_per_timer = match (rss_before, rss::current_bytes()) {
         (Some(a), Some(b)) if pending > 0 => Some(b.saturating_sub(a) as f64 / pending as f64),
         _ => None,
     };
@@ -174,7 +182,8 @@ pub fn run_mass(
     Ok(MassOutcome {
         count,
         schedule,
-        bytes_per_timer,
+        heap_bytes_per_timer: heap_bytes as f64 / pending.max(1) as f64,
+        rss_bytes_per_timer,
         fire_cpu_per_timer: match (cpu_before, cpu_after) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a) / count as u32),
             _ => None,
