@@ -4,6 +4,8 @@
 //! `cohort-bench full` at the seeds' sizes; each scenario is also a subcommand of its own.
 //! See docs/BENCHMARKS.md for what each scenario measures and where it comes from.
 
+mod alloc;
+mod cpu;
 mod machine;
 mod report;
 mod rss;
@@ -17,9 +19,12 @@ use machine::Machine;
 use report::{Format, Record};
 use scenarios::{
     Dispatcher, FifoArg, Placement, counting_actor, fan_out, parallel_thread_ring, ping_pong,
-    producer_consumer, self_send, skynet, state_switch, thread_ring,
+    producer_consumer, self_send, skynet, state_switch, thread_ring, timers,
 };
 use serde_json::{Map, Value, json};
+
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 #[derive(Parser)]
 #[command(
@@ -79,6 +84,9 @@ enum Command {
     NamedPingPong(NamedPingPongArgs),
     /// A handled message with a state switch against one without (issue 4: within 2x).
     StateSwitch(StateSwitchArgs),
+    /// Many delayed sends scheduled and fired (time, memory per timer), and the CPU cost of
+    /// one 1 ms periodic timer (SObjectizer issue #97).
+    Timers(TimersArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -207,6 +215,26 @@ struct SelfSendGridArgs {
     only: Option<u8>,
 }
 
+#[derive(Args, Clone)]
+struct TimersArgs {
+    /// Delayed sends scheduled (fire and forget) to one counting agent.
+    #[arg(long, default_value_t = 1_000_000)]
+    count: u64,
+    /// The shortest delay, in ms (long enough that every timer is pending when scheduling
+    /// ends).
+    #[arg(long = "delay-ms", default_value_t = 1000)]
+    delay_ms: u64,
+    /// Delays spread evenly over [delay, delay + spread), in ms.
+    #[arg(long = "spread-ms", default_value_t = 1000)]
+    spread_ms: u64,
+    /// How long the 1 ms periodic timer runs, in ms (0: skip that measurement).
+    #[arg(long = "periodic-ms", default_value_t = 3000)]
+    periodic_ms: u64,
+    /// The timer queues to measure (each run interleaves them).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "wheel,heap")]
+    queue: Vec<timers::QueueArg>,
+}
+
 fn main() {
     let cli = Cli::parse();
     let format = if cli.common.json {
@@ -247,6 +275,7 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        Command::Timers(a) => timers_records(&a, cli.common.runs.unwrap_or(3), &machine),
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -269,6 +298,7 @@ enum Step {
     SelfSend(SelfSendArgs),
     NamedPingPong(NamedPingPongArgs),
     StateSwitch(StateSwitchArgs),
+    Timers(TimersArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -423,6 +453,7 @@ fn quick_plan() -> Vec<Step> {
             placement,
         }));
     }
+    plan.push(timers_step(100_000, 200, 1000));
     plan
 }
 
@@ -487,6 +518,7 @@ fn full_plan() -> Vec<Step> {
         Dispatcher::WorkStealing,
     ];
     plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
+    plan.push(timers_step(1_000_000, 1000, 3000));
     plan
 }
 
@@ -525,6 +557,10 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::ProducerConsumer(a) => {
                 bar.set_message(format!("producer-consumer {}", a.placement.label()));
                 out.extend(producer_consumer_records(a, runs, machine));
+            }
+            Step::Timers(a) => {
+                bar.set_message(format!("timers {}", a.count));
+                out.extend(timers_records(a, runs, machine));
             }
             Step::SelfSend(a) => {
                 bar.set_message(format!(
@@ -896,4 +932,113 @@ fn state_switch_records(a: &StateSwitchArgs, runs: usize, machine: &Machine) -> 
             ("nested_hooks_ratio", nested / plain),
         ])
     })
+}
+
+/// The timers scenario on both queues: `count` timers due over [delay, 2 delay), and the 1 ms
+/// periodic timer for `periodic_ms`.
+fn timers_step(count: u64, delay_ms: u64, periodic_ms: u64) -> Step {
+    Step::Timers(TimersArgs {
+        count,
+        delay_ms,
+        spread_ms: delay_ms,
+        periodic_ms,
+        queue: vec![timers::QueueArg::Wheel, timers::QueueArg::Heap],
+    })
+}
+
+fn timers_records(a: &TimersArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let scenario = "timers";
+    let placement = Placement::of(Dispatcher::OneThread);
+    let delay = std::time::Duration::from_millis(a.delay_ms);
+    let spread = std::time::Duration::from_millis(a.spread_ms);
+    let mut out = Vec::new();
+    // Per queue: metric name -> samples; runs interleave the queues.
+    let mut mass: Vec<Vec<(&str, f64)>> = vec![Vec::new(); a.queue.len()];
+    let mut periodic: Vec<Vec<(&str, f64)>> = vec![Vec::new(); a.queue.len()];
+    let mut failed = vec![None; a.queue.len()];
+    for _ in 0..runs.max(1) {
+        for (k, q) in a.queue.iter().enumerate() {
+            if failed[k].is_some() {
+                continue;
+            }
+            let can_reset = rss::reset_peak();
+            match timers::run_mass(a.count, delay, spread, q.queue(), placement) {
+                Ok(o) => {
+                    let m = &mut mass[k];
+                    m.push((
+                        "schedule_ns_per_timer",
+                        o.schedule.as_nanos() as f64 / o.count as f64,
+                    ));
+                    m.push(("heap_bytes_per_pending_timer", o.heap_bytes_per_timer));
+                    if let Some(b) = o.rss_bytes_per_timer {
+                        m.push(("rss_bytes_per_pending_timer", b));
+                    }
+                    if let Some(c) = o.fire_cpu_per_timer {
+                        m.push(("timer_thread_cpu_ns_per_timer", c.as_nanos() as f64));
+                    }
+                    m.push((
+                        "drain_after_last_deadline_ms",
+                        o.drain_after_last_deadline.as_secs_f64() * 1e3,
+                    ));
+                    m.push(("lateness_mean_us", o.late_mean.as_secs_f64() * 1e6));
+                    m.push(("lateness_max_ms", o.late_max.as_secs_f64() * 1e3));
+                    if let (true, Some(b)) = (can_reset, rss::peak_bytes()) {
+                        m.push(("peak_rss_mib", b as f64 / (1024.0 * 1024.0)));
+                    }
+                }
+                Err(e) => failed[k] = Some(e),
+            }
+            if a.periodic_ms > 0 {
+                match timers::run_periodic(
+                    std::time::Duration::from_millis(1),
+                    std::time::Duration::from_millis(a.periodic_ms),
+                    q.queue(),
+                ) {
+                    Ok(o) => {
+                        let p = &mut periodic[k];
+                        p.push(("ticks_per_s", o.ticks as f64 / o.elapsed.as_secs_f64()));
+                        if let Some(c) = o.cpu_share {
+                            p.push(("process_cpu_percent", c * 100.0));
+                        }
+                        if let Some(c) = o.timer_thread_share {
+                            p.push(("timer_thread_cpu_percent", c * 100.0));
+                        }
+                    }
+                    Err(e) => failed[k] = Some(e),
+                }
+            }
+        }
+    }
+    for (k, q) in a.queue.iter().enumerate() {
+        let variant = format!("{} queue", q.name());
+        let p = params(json!({
+            "count": a.count, "delay_ms": a.delay_ms, "spread_ms": a.spread_ms,
+            "queue": q.name(),
+        }));
+        if let Some(e) = failed[k].take() {
+            out.push(Record::failed(scenario, &variant, &p, e, machine));
+            continue;
+        }
+        out.extend(group(&mass[k]).into_iter().map(|(metric, samples)| {
+            Record::from_samples(scenario, &variant, &p, metric, &samples, machine)
+        }));
+        let pv = format!("{} queue, one 1 ms periodic timer", q.name());
+        let pp = params(json!({ "period_ms": 1, "duration_ms": a.periodic_ms, "queue": q.name() }));
+        out.extend(group(&periodic[k]).into_iter().map(|(metric, samples)| {
+            Record::from_samples(scenario, &pv, &pp, metric, &samples, machine)
+        }));
+    }
+    out
+}
+
+/// Samples grouped by metric, in first-seen order.
+fn group<'a>(samples: &[(&'a str, f64)]) -> Vec<(&'a str, Vec<f64>)> {
+    let mut out: Vec<(&str, Vec<f64>)> = Vec::new();
+    for &(metric, v) in samples {
+        match out.iter_mut().find(|(m, _)| *m == metric) {
+            Some((_, vs)) => vs.push(v),
+            None => out.push((metric, vec![v])),
+        }
+    }
+    out
 }

@@ -63,3 +63,14 @@ pub const MAX_STATE_TRANSFERS: usize = 16;
 /// queue entry until then; compacting removes them all at once in O(n), so every cancel costs
 /// amortised O(1), and small environments never compact at all.
 pub const TIMER_COMPACT_MIN: usize = 1024;
+
+/// Where pending timers wait. The wheel: with a million pending timers it schedules and
+/// fires each in O(1) where the heap pays O(log n) per timer fired (see docs/BENCHMARKS.md,
+/// `cohort-bench timers`, for the figures), and with few timers both cost the same.
+pub const TIMER_QUEUE: crate::timer::TimerQueue = crate::timer::TimerQueue::Wheel;
+
+/// The span of a bottom-level slot of the timer wheel. Timers still fire at their exact
+/// deadline (the current and next tick wait in a heap); the tick only sets how finely the
+/// wheel sorts: 1 ms keeps a slot's worth of timers small for the usual delays (milliseconds
+/// to seconds) while six levels of 64 slots span 2.2 years.
+pub const TIMER_WHEEL_TICK: std::time::Duration = std::time::Duration::from_millis(1);

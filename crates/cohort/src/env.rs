@@ -67,6 +67,7 @@ pub struct EnvironmentBuilder {
     panic_reaction: PanicReaction,
     dead_letter_hook: Option<DeadLetterHook>,
     worker_spin: Duration,
+    timer_queue: crate::timer::TimerQueue,
 }
 
 impl Default for EnvironmentBuilder {
@@ -76,6 +77,7 @@ impl Default for EnvironmentBuilder {
             panic_reaction: PanicReaction::default(),
             dead_letter_hook: None,
             worker_spin: defaults::WORKER_SPIN,
+            timer_queue: defaults::TIMER_QUEUE,
         }
     }
 }
@@ -107,6 +109,13 @@ impl EnvironmentBuilder {
     /// do. Default: [`defaults::WORKER_SPIN`].
     pub fn worker_spin(mut self, spin: Duration) -> Self {
         self.worker_spin = spin;
+        self
+    }
+
+    /// Where the environment's pending timers wait (see [`TimerQueue`](crate::TimerQueue)).
+    /// Default: [`defaults::TIMER_QUEUE`].
+    pub fn timer_queue(mut self, queue: crate::timer::TimerQueue) -> Self {
+        self.timer_queue = queue;
         self
     }
 
@@ -164,7 +173,7 @@ impl EnvironmentBuilder {
             agents: AtomicUsize::new(0),
             stats_on: Arc::new(AtomicBool::new(false)),
             stats_thread: Mutex::new(None),
-            timers: crate::timer::TimerService::new(),
+            timers: crate::timer::TimerService::new(self.timer_queue),
         });
         *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Arc::new(CoopInner::root(shared.clone())));

@@ -90,4 +90,4 @@ pub use message::Mutable;
 pub use panic::PanicReaction;
 pub use state::{History, InState, State, StateError, Unhandled};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
-pub use timer::TimerHandle;
+pub use timer::{TimerHandle, TimerQueue};

@@ -6,10 +6,15 @@
 
 mod common;
 
-use cohort::{Agent, Context, DefineError, DeliveryFailure, DeregReason, Environment, Mbox};
+use cohort::{
+    Agent, Context, DefineError, DeliveryFailure, DeregReason, Environment, Mbox, TimerQueue,
+};
 use common::{DeadLetters, Probe, TIMEOUT, watchdog};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
+
+/// Both timer queues, for the tests that stress the queue.
+const QUEUES: [TimerQueue; 2] = [TimerQueue::Wheel, TimerQueue::Heap];
 
 /// Forwards the instant each `M` was handled.
 struct Stamp<M> {
@@ -134,8 +139,14 @@ fn dropping_or_cancelling_the_handle_cancels() {
 
 #[test]
 fn cancel_racing_the_firing_delivers_at_most_once_and_never_after_cancel() {
-    watchdog(TIMEOUT, || {
-        let env = Environment::builder().start().unwrap();
+    for queue in QUEUES {
+        watchdog(TIMEOUT, move || cancel_race(queue));
+    }
+}
+
+fn cancel_race(queue: TimerQueue) {
+    {
+        let env = Environment::builder().timer_queue(queue).start().unwrap();
         let probe = Probe::<Msg>::new();
         let n = common::count(2000) as u32;
         for i in 0..n {
@@ -173,14 +184,14 @@ fn cancel_racing_the_firing_delivers_at_most_once_and_never_after_cancel() {
             }
         }
         assert_eq!(env.timer_count(), 0);
-        eprintln!("{fired} of {n} timers fired before their cancel");
+        eprintln!("{queue:?}: {fired} of {n} timers fired before their cancel");
         // Nothing late: one more round through the timer thread.
         env.send_delayed(&probe.mbox, Duration::from_millis(1), Msg::Sentinel(n))
             .detach();
         assert_eq!(probe.recv("the last sentinel"), Msg::Sentinel(n));
         assert!(probe.nothing_more());
         probe.shutdown();
-    });
+    }
 }
 
 #[test]
@@ -218,8 +229,14 @@ fn stopping_the_environment_cancels_its_timers() {
 
 #[test]
 fn many_timers_fire_and_cancelled_ones_are_compacted() {
-    watchdog(TIMEOUT, || {
-        let env = Environment::builder().start().unwrap();
+    for queue in QUEUES {
+        watchdog(TIMEOUT, move || many_timers(queue));
+    }
+}
+
+fn many_timers(queue: TimerQueue) {
+    {
+        let env = Environment::builder().timer_queue(queue).start().unwrap();
         let probe = Probe::<Msg>::new();
         let n = common::count(20_000) as u32;
         // Half fire soon (fire-and-forget), half are far off and cancelled in bulk (enough
@@ -256,7 +273,7 @@ fn many_timers_fire_and_cancelled_ones_are_compacted() {
         assert_eq!(env.timer_count(), 0);
         assert_eq!(env.dead_letters(), 0);
         probe.shutdown();
-    });
+    }
 }
 
 #[test]

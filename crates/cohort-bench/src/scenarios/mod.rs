@@ -9,6 +9,7 @@ pub mod self_send;
 pub mod skynet;
 pub mod state_switch;
 pub mod thread_ring;
+pub mod timers;
 
 use cohort::dispatcher::{Fifo, PoolBindParams};
 

@@ -6,7 +6,8 @@
 //! [`TimerHandle::detach`] lets the timer run on its own.
 //!
 //! Each environment has one `cohort-timer` thread, started with its first timer. It keeps
-//! the pending timers in a binary heap of deadlines and parks until the earliest one (no
+//! the pending timers in a [`TimerQueue`] (a hierarchical timing wheel by default, or a binary
+//! heap) and parks until the earliest deadline (no
 //! polling: an idle environment with a 1 ms periodic timer wakes 1,000 times a second and
 //! does nothing else). Firing a timer is an ordinary send from that thread: a receiver that is
 //! gone makes it a counted dead letter, like any send.
@@ -62,8 +63,12 @@
 //! ```
 
 mod heap;
+mod queue;
 mod service;
 mod task;
+mod wheel;
+
+pub use queue::TimerQueue;
 
 pub(crate) use service::TimerService;
 

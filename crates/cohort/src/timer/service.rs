@@ -11,7 +11,7 @@
 //! task lock → queue lock (a dead-letter hook scheduling a timer), and no cycle exists.
 
 use super::Entry;
-use super::heap::HeapQueue;
+use super::queue::{Queue, TimerQueue};
 use super::task::{Fired, Task};
 use crate::defaults;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
@@ -29,7 +29,7 @@ pub(crate) enum Refused {
 }
 
 struct State {
-    queue: HeapQueue,
+    queue: Queue,
     next_seq: u64,
     /// The deadline the thread sleeps until (`u64::MAX`: no deadline; 0: awake). A timer
     /// scheduled earlier than this wakes the thread.
@@ -55,11 +55,11 @@ pub(crate) struct TimerService {
 }
 
 impl TimerService {
-    pub(crate) fn new() -> Arc<Self> {
+    pub(crate) fn new(kind: TimerQueue) -> Arc<Self> {
         Arc::new(Self {
             epoch: Instant::now(),
             state: Mutex::new(State {
-                queue: HeapQueue::default(),
+                queue: Queue::new(kind),
                 next_seq: 0,
                 sleeping_until: u64::MAX,
                 started: false,
