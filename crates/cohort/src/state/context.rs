@@ -106,7 +106,9 @@ impl<'a, A: Agent> Context<'a, A> {
     /// the next message is handled in the new state. The `on_exit` hooks of the states left
     /// (innermost first), then the `on_enter` hooks of the states entered (outermost first)
     /// run as soon as the running handler returns, before any other message; for a switch
-    /// made in `define`, before `start`. Switching to the current state does nothing.
+    /// made in `define`, before `start`. Switching to the current state does nothing. Hooks
+    /// and time limits are taken from the states as they are at the switch: set them before
+    /// switching into a state (in `define`, configure first, then switch).
     ///
     /// Errors: `st` belongs to another agent, or this is called from an `on_enter`/`on_exit`
     /// hook.

@@ -61,10 +61,12 @@ impl<A: Agent> AgentBody<A> {
         for _ in 0..=MAX_STATE_TRANSFERS {
             match route(&self.subs, mbox, key) {
                 Route::Handle(i) => {
-                    if let Some((slot, handler)) = self.subs.take_at(i) {
-                        self.run_handler(this, slot, mbox, key, handler, msg);
-                    }
-                    return;
+                    return match self.subs.take_at(i) {
+                        Some((slot, handler)) => {
+                            self.run_handler(this, slot, mbox, key, handler, msg)
+                        }
+                        None => header.dead_letter(msg, DeliveryFailure::NoHandler),
+                    };
                 }
                 Route::Suppress => return,
                 Route::Missing => return self.dead_letter(this, mbox, msg),
