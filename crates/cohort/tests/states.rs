@@ -717,3 +717,35 @@ fn leaving_a_state_drops_its_timer_and_reentering_starts_one() {
         ]
     );
 }
+
+#[test]
+fn transfer_and_suppress_apply_to_named_mailboxes_too() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (log, dead) = run(
+        move |ctx| {
+            let news = ctx.environment().named_mbox("states-news");
+            let a = ctx.new_state("a")?;
+            let b = ctx.new_state("b")?;
+            let c = ctx.new_state("c")?;
+            ctx.in_state(&a).transfer_to_state_from::<u32>(&news, &b)?;
+            ctx.in_state(&b).subscribe(
+                &news,
+                move |me: &mut Scripted, n: &u32, ctx: &mut Context<'_, Scripted>| {
+                    me.note(format!("b got {n}"));
+                    ctx.change_state(&c).unwrap();
+                },
+            )?;
+            ctx.in_state(&c).suppress_from::<u32>(&news)?;
+            ctx.change_state(&a)?;
+            let _ = tx.send(news);
+            Ok(())
+        },
+        move |_| {
+            let news = rx.recv().unwrap();
+            news.send(1u32); // a: transferred to b, handled there; b switches to c
+            news.send(2u32); // c: suppressed
+        },
+    );
+    assert_eq!(log, ["b got 1"]);
+    assert!(dead.all().is_empty(), "{:?}", dead.all());
+}
