@@ -4,6 +4,8 @@
 //! `cohort-bench full` at the seeds' sizes; each scenario is also a subcommand of its own.
 //! See docs/BENCHMARKS.md for what each scenario measures and where it comes from.
 
+mod alloc;
+mod cpu;
 mod machine;
 mod report;
 mod rss;
@@ -17,9 +19,12 @@ use machine::Machine;
 use report::{Format, Record};
 use scenarios::{
     Dispatcher, FifoArg, Placement, counting_actor, fan_out, parallel_thread_ring, ping_pong,
-    producer_consumer, self_send, skynet, thread_ring,
+    producer_consumer, self_send, skynet, state_switch, thread_ring, timers,
 };
 use serde_json::{Map, Value, json};
+
+#[global_allocator]
+static ALLOCATOR: alloc::Counting = alloc::Counting;
 
 #[derive(Parser)]
 #[command(
@@ -75,6 +80,13 @@ enum Command {
     /// The seed's self-send grids across max_demands_at_once, on thread_pool and
     /// work_stealing: one record per cell.
     SelfSendGrid(SelfSendGridArgs),
+    /// Ping-pong through named mailboxes against direct ones, interleaved, with their ratio.
+    NamedPingPong(NamedPingPongArgs),
+    /// A handled message with a state switch against one without (issue 4: within 2x).
+    StateSwitch(StateSwitchArgs),
+    /// Many delayed sends scheduled and fired (time, memory per timer), and the CPU cost of
+    /// one 1 ms periodic timer (SObjectizer issue #97).
+    Timers(TimersArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -86,8 +98,27 @@ struct PingPongArgs {
     /// Round trips per run.
     #[arg(long, default_value_t = 1_000_000)]
     count: u64,
+    /// The mailboxes the agents send to.
+    #[arg(long, value_enum, default_value_t = ping_pong::Mailbox::Direct)]
+    mbox: ping_pong::Mailbox,
     #[command(flatten)]
     placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct NamedPingPongArgs {
+    /// Round trips per run, for each kind of mailbox.
+    #[arg(long, default_value_t = 1_000_000)]
+    count: u64,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+#[derive(Args, Clone)]
+struct StateSwitchArgs {
+    /// Signals per variant per run.
+    #[arg(long, default_value_t = 5_000_000)]
+    count: u64,
 }
 
 #[derive(Args, Clone)]
@@ -184,6 +215,26 @@ struct SelfSendGridArgs {
     only: Option<u8>,
 }
 
+#[derive(Args, Clone)]
+struct TimersArgs {
+    /// Delayed sends scheduled (fire and forget) to one counting agent.
+    #[arg(long, default_value_t = 1_000_000)]
+    count: u64,
+    /// The shortest delay, in ms (long enough that every timer is pending when scheduling
+    /// ends).
+    #[arg(long = "delay-ms", default_value_t = 1000)]
+    delay_ms: u64,
+    /// Delays spread evenly over [delay, delay + spread), in ms.
+    #[arg(long = "spread-ms", default_value_t = 1000)]
+    spread_ms: u64,
+    /// How long the 1 ms periodic timer runs, in ms (0: skip that measurement).
+    #[arg(long = "periodic-ms", default_value_t = 3000)]
+    periodic_ms: u64,
+    /// The timer queues to measure (each run interleaves them).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "wheel,heap")]
+    queue: Vec<timers::QueueArg>,
+}
+
 fn main() {
     let cli = Cli::parse();
     let format = if cli.common.json {
@@ -209,6 +260,10 @@ fn main() {
             producer_consumer_records(&a, cli.common.runs.unwrap_or(5), &machine)
         }
         Command::SelfSend(a) => self_send_records(&a, cli.common.runs.unwrap_or(5), &machine),
+        Command::NamedPingPong(a) => {
+            named_ping_pong_records(&a, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::StateSwitch(a) => state_switch_records(&a, cli.common.runs.unwrap_or(5), &machine),
         Command::SelfSendGrid(a) => match self_send::validate_scale(a.scale) {
             Ok(()) => suite(
                 &self_send_grid(a.scale, a.threads, a.only),
@@ -220,6 +275,7 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        Command::Timers(a) => timers_records(&a, cli.common.runs.unwrap_or(3), &machine),
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -240,6 +296,9 @@ enum Step {
     CountingActor(CountingActorArgs),
     ProducerConsumer(ProducerConsumerArgs),
     SelfSend(SelfSendArgs),
+    NamedPingPong(NamedPingPongArgs),
+    StateSwitch(StateSwitchArgs),
+    Timers(TimersArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -345,7 +404,13 @@ fn pool_ping_pongs(count: u64) -> Vec<Step> {
         ws,
     ]
     .into_iter()
-    .map(|placement| Step::PingPong(PingPongArgs { count, placement }))
+    .map(|placement| {
+        Step::PingPong(PingPongArgs {
+            count,
+            mbox: ping_pong::Mailbox::Direct,
+            placement,
+        })
+    })
     .collect()
 }
 
@@ -353,14 +418,21 @@ fn quick_plan() -> Vec<Step> {
     let mut plan = vec![
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
+            mbox: ping_pong::Mailbox::Direct,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 200_000,
+            mbox: ping_pong::Mailbox::Direct,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
     plan.extend(pool_ping_pongs(200_000));
+    plan.push(Step::NamedPingPong(NamedPingPongArgs {
+        count: 300_000,
+        placement: Placement::of(Dispatcher::OneThread),
+    }));
+    plan.push(Step::StateSwitch(StateSwitchArgs { count: 300_000 }));
     plan.push(Step::Skynet(SkynetArgs {
         leaves: 1_000_000,
         branching: 10,
@@ -381,6 +453,7 @@ fn quick_plan() -> Vec<Step> {
             placement,
         }));
     }
+    plan.push(timers_step(100_000, 200, 1000));
     plan
 }
 
@@ -410,14 +483,21 @@ fn full_plan() -> Vec<Step> {
     let mut plan = vec![
         Step::PingPong(PingPongArgs {
             count: 25_000_000,
+            mbox: ping_pong::Mailbox::Direct,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
+            mbox: ping_pong::Mailbox::Direct,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
     plan.extend(pool_ping_pongs(1_000_000));
+    plan.push(Step::NamedPingPong(NamedPingPongArgs {
+        count: 5_000_000,
+        placement: Placement::of(Dispatcher::OneThread),
+    }));
+    plan.push(Step::StateSwitch(StateSwitchArgs { count: 10_000_000 }));
     plan.push(Step::Skynet(SkynetArgs {
         leaves: 1_000_000,
         branching: 10,
@@ -438,6 +518,7 @@ fn full_plan() -> Vec<Step> {
         Dispatcher::WorkStealing,
     ];
     plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
+    plan.push(timers_step(1_000_000, 1000, 3000));
     plan
 }
 
@@ -477,6 +558,10 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
                 bar.set_message(format!("producer-consumer {}", a.placement.label()));
                 out.extend(producer_consumer_records(a, runs, machine));
             }
+            Step::Timers(a) => {
+                bar.set_message(format!("timers {}", a.count));
+                out.extend(timers_records(a, runs, machine));
+            }
             Step::SelfSend(a) => {
                 bar.set_message(format!(
                     "self-send {} workers x {} {}",
@@ -485,6 +570,14 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
                     self_send::placement_of(a.placement).label()
                 ));
                 out.extend(self_send_records(a, runs, machine));
+            }
+            Step::NamedPingPong(a) => {
+                bar.set_message(format!("named-ping-pong {}", a.placement.label()));
+                out.extend(named_ping_pong_records(a, runs, machine));
+            }
+            Step::StateSwitch(a) => {
+                bar.set_message("state-switch");
+                out.extend(state_switch_records(a, runs, machine));
             }
         }
         bar.inc(1);
@@ -509,15 +602,15 @@ fn params(v: Value) -> Map<String, Value> {
 
 fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "ping-pong";
-    let variant = format!("{}, direct mailboxes", a.placement.label());
+    let variant = format!("{}, {}", a.placement.label(), a.mbox.label());
     let p = params(merge(
-        json!({ "count": a.count, "mailbox": "direct" }),
+        json!({ "count": a.count, "mailbox": format!("{:?}", a.mbox).to_lowercase() }),
         a.placement.params(),
     ));
     let mut msgs = Vec::new();
     let mut trips = Vec::new();
     for _ in 0..runs.max(1) {
-        match ping_pong::run_once(a.count, a.placement, false) {
+        match ping_pong::run_once(a.count, a.placement, false, a.mbox) {
             Ok(o) => {
                 let s = o.elapsed.as_secs_f64();
                 trips.push(o.round_trips as f64 / s);
@@ -532,7 +625,7 @@ fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     ];
     // One more run that times every round trip (timing costs a little throughput).
     let lat_count = a.count.min(1_000_000);
-    match ping_pong::run_once(lat_count, a.placement, true) {
+    match ping_pong::run_once(lat_count, a.placement, true, a.mbox) {
         Ok(o) => {
             if let Some(h) = o.latency {
                 for (metric, q) in [
@@ -800,4 +893,152 @@ fn self_send_records(a: &SelfSendArgs, runs: usize, machine: &Machine) -> Vec<Re
             ("messages_per_s", o.messages as f64 / s),
         ])
     })
+}
+
+/// Direct and named ping-pong run alternately (so noise hits both alike), with the per-run
+/// ratio of their throughputs.
+fn named_ping_pong_records(a: &NamedPingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    use ping_pong::Mailbox;
+    let variant = a.placement.label();
+    let p = params(merge(json!({ "count": a.count }), a.placement.params()));
+    sampled("named-ping-pong", &variant, &p, runs, machine, || {
+        let rate = |m: Mailbox| {
+            ping_pong::run_once(a.count, a.placement, false, m)
+                .map(|o| 2.0 * o.round_trips as f64 / o.elapsed.as_secs_f64())
+        };
+        let direct = rate(Mailbox::Direct)?;
+        let named = rate(Mailbox::Named)?;
+        Ok(vec![
+            ("direct_messages_per_s", direct),
+            ("named_messages_per_s", named),
+            ("named_over_direct_ratio", named / direct),
+        ])
+    })
+}
+
+/// A handled message with and without a state switch, timed back to back in each run.
+fn state_switch_records(a: &StateSwitchArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let variant = "one_thread, self-sent signal";
+    let p = params(json!({ "count": a.count }));
+    sampled("state-switch", variant, &p, runs, machine, || {
+        let o = state_switch::run_once(a.count)?;
+        let ns = |d: std::time::Duration| d.as_secs_f64() * 1e9 / o.count as f64;
+        let (plain, switch, nested) = (ns(o.plain), ns(o.switch), ns(o.nested));
+        Ok(vec![
+            ("plain_ns_per_msg", plain),
+            ("switch_ns_per_msg", switch),
+            ("nested_hooks_ns_per_msg", nested),
+            ("switch_ratio", switch / plain),
+            ("nested_hooks_ratio", nested / plain),
+        ])
+    })
+}
+
+/// The timers scenario on both queues: `count` timers due over [delay, 2 delay), and the 1 ms
+/// periodic timer for `periodic_ms`.
+fn timers_step(count: u64, delay_ms: u64, periodic_ms: u64) -> Step {
+    Step::Timers(TimersArgs {
+        count,
+        delay_ms,
+        spread_ms: delay_ms,
+        periodic_ms,
+        queue: vec![timers::QueueArg::Wheel, timers::QueueArg::Heap],
+    })
+}
+
+fn timers_records(a: &TimersArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let scenario = "timers";
+    let placement = Placement::of(Dispatcher::OneThread);
+    let delay = std::time::Duration::from_millis(a.delay_ms);
+    let spread = std::time::Duration::from_millis(a.spread_ms);
+    let mut out = Vec::new();
+    // Per queue: metric name -> samples; runs interleave the queues.
+    let mut mass: Vec<Vec<(&str, f64)>> = vec![Vec::new(); a.queue.len()];
+    let mut periodic: Vec<Vec<(&str, f64)>> = vec![Vec::new(); a.queue.len()];
+    let mut failed = vec![None; a.queue.len()];
+    for _ in 0..runs.max(1) {
+        for (k, q) in a.queue.iter().enumerate() {
+            if failed[k].is_some() {
+                continue;
+            }
+            let can_reset = rss::reset_peak();
+            match timers::run_mass(a.count, delay, spread, q.queue(), placement) {
+                Ok(o) => {
+                    let m = &mut mass[k];
+                    m.push((
+                        "schedule_ns_per_timer",
+                        o.schedule.as_nanos() as f64 / o.count as f64,
+                    ));
+                    m.push(("heap_bytes_per_pending_timer", o.heap_bytes_per_timer));
+                    if let Some(b) = o.rss_bytes_per_timer {
+                        m.push(("rss_bytes_per_pending_timer", b));
+                    }
+                    if let Some(c) = o.fire_cpu_per_timer {
+                        m.push(("timer_thread_cpu_ns_per_timer", c.as_nanos() as f64));
+                    }
+                    m.push((
+                        "drain_after_last_deadline_ms",
+                        o.drain_after_last_deadline.as_secs_f64() * 1e3,
+                    ));
+                    m.push(("lateness_mean_us", o.late_mean.as_secs_f64() * 1e6));
+                    m.push(("lateness_max_ms", o.late_max.as_secs_f64() * 1e3));
+                    if let (true, Some(b)) = (can_reset, rss::peak_bytes()) {
+                        m.push(("peak_rss_mib", b as f64 / (1024.0 * 1024.0)));
+                    }
+                }
+                Err(e) => failed[k] = Some(e),
+            }
+            if a.periodic_ms > 0 {
+                match timers::run_periodic(
+                    std::time::Duration::from_millis(1),
+                    std::time::Duration::from_millis(a.periodic_ms),
+                    q.queue(),
+                ) {
+                    Ok(o) => {
+                        let p = &mut periodic[k];
+                        p.push(("ticks_per_s", o.ticks as f64 / o.elapsed.as_secs_f64()));
+                        if let Some(c) = o.cpu_share {
+                            p.push(("process_cpu_percent", c * 100.0));
+                        }
+                        if let Some(c) = o.timer_thread_share {
+                            p.push(("timer_thread_cpu_percent", c * 100.0));
+                        }
+                    }
+                    Err(e) => failed[k] = Some(e),
+                }
+            }
+        }
+    }
+    for (k, q) in a.queue.iter().enumerate() {
+        let variant = format!("{} queue", q.name());
+        let p = params(json!({
+            "count": a.count, "delay_ms": a.delay_ms, "spread_ms": a.spread_ms,
+            "queue": q.name(),
+        }));
+        if let Some(e) = failed[k].take() {
+            out.push(Record::failed(scenario, &variant, &p, e, machine));
+            continue;
+        }
+        out.extend(group(&mass[k]).into_iter().map(|(metric, samples)| {
+            Record::from_samples(scenario, &variant, &p, metric, &samples, machine)
+        }));
+        let pv = format!("{} queue, one 1 ms periodic timer", q.name());
+        let pp = params(json!({ "period_ms": 1, "duration_ms": a.periodic_ms, "queue": q.name() }));
+        out.extend(group(&periodic[k]).into_iter().map(|(metric, samples)| {
+            Record::from_samples(scenario, &pv, &pp, metric, &samples, machine)
+        }));
+    }
+    out
+}
+
+/// Samples grouped by metric, in first-seen order.
+fn group<'a>(samples: &[(&'a str, f64)]) -> Vec<(&'a str, Vec<f64>)> {
+    let mut out: Vec<(&str, Vec<f64>)> = Vec::new();
+    for &(metric, v) in samples {
+        match out.iter_mut().find(|(m, _)| *m == metric) {
+            Some((_, vs)) => vs.push(v),
+            None => out.push((metric, vec![v])),
+        }
+    }
+    out
 }

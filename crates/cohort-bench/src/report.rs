@@ -190,6 +190,8 @@ pub fn human(v: f64, metric: &str) -> String {
         m if m.ends_with("_s") && m.contains("elapsed") => format!("{:.4} s", v),
         m if m.starts_with("latency_ns") => format!("{} ns", thousands(v.round() as u64)),
         m if m.ends_with("_per_s") => format!("{}/s", thousands(v.round() as u64)),
+        m if m.ends_with("_ns_per_msg") => format!("{v:.1} ns"),
+        m if m.ends_with("_ratio") => format!("{v:.3}x"),
         _ => format!("{v}"),
     }
 }

@@ -4,10 +4,10 @@ use crate::cell::DynCell;
 use crate::coop::{Coop, CoopHandle, CoopInner, DeregReason};
 use crate::env::Environment;
 use crate::error::{RegisterError, SubscribeError};
-use crate::mbox::IndirectMbox;
-use crate::mbox::{Mbox, MboxId};
+use crate::mbox::Mbox;
 use crate::message::{Envelope, Mutable};
-use crate::subscription::Subscriptions;
+use crate::state::DEFAULT_STATE;
+use crate::subscription::{Action, HANDLE, Handler, Subscriptions};
 use std::any::TypeId;
 use std::borrow::Cow;
 use std::ptr::NonNull;
@@ -90,9 +90,9 @@ pub trait Agent: Send + Sized + 'static {
 ///
 /// A context is built on the stack for each call (three words); it is not kept.
 pub struct Context<'a, A: Agent> {
-    cell: NonNull<DynCell>,
+    pub(crate) cell: NonNull<DynCell>,
     coop: *const CoopInner,
-    subs: &'a mut Subscriptions<A>,
+    pub(crate) subs: &'a mut Subscriptions<A>,
 }
 
 impl<'a, A: Agent> Context<'a, A> {
@@ -105,7 +105,7 @@ impl<'a, A: Agent> Context<'a, A> {
         Self { cell, coop, subs }
     }
 
-    fn cell(&self) -> &DynCell {
+    pub(crate) fn cell(&self) -> &DynCell {
         // SAFETY: a context only exists while one of the agent's hooks runs, when the cell is
         // alive.
         unsafe { self.cell.as_ref() }
@@ -166,63 +166,75 @@ impl<'a, A: Agent> Context<'a, A> {
     /// Subscribes `handler` to immutable messages of type `M` sent to the agent's direct
     /// mailbox. The handler takes the message by reference.
     ///
-    /// A second subscription for the same type is an error.
+    /// A second subscription for the same type is an error. The handler belongs to the
+    /// default state; [`Context::in_state`] subscribes in another one.
     pub fn on<M, F>(&mut self, handler: F) -> Result<(), SubscribeError>
     where
         M: Send + 'static,
         F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
     {
-        let id = self.cell().mbox_id();
-        self.add_immutable(id, None, handler)
-    }
-
-    fn add_immutable<M, F>(
-        &mut self,
-        id: MboxId,
-        named: Option<Arc<IndirectMbox>>,
-        mut handler: F,
-    ) -> Result<(), SubscribeError>
-    where
-        M: Send + 'static,
-        F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
-    {
-        self.subs.add(
-            id,
+        self.add_entry(
+            DEFAULT_STATE,
+            HANDLE,
+            None,
             TypeId::of::<M>(),
             std::any::type_name::<M>,
-            Box::new(
-                move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
-                    // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
-                    // envelopes built from an immutable (possibly shared) `M` carry.
-                    let msg = unsafe { env.get::<M>() };
-                    handler(agent, msg, ctx)
-                },
-            ),
-            named,
+            immutable_handler(handler),
         )
+    }
+
+    /// Adds a subscription entry for messages arriving through `mbox` (the direct mailbox if
+    /// `None`) in `state`, registering with a multi-consumer mailbox the first time any state
+    /// subscribes to `key` on it.
+    pub(crate) fn add_entry(
+        &mut self,
+        state: u16,
+        action: Action,
+        mbox: Option<&Mbox>,
+        key: TypeId,
+        type_name: fn() -> &'static str,
+        handler: Handler<A>,
+    ) -> Result<(), SubscribeError> {
+        let own = self.cell().mbox_id();
+        let named = match mbox.map(|m| (m, m.as_named())) {
+            None => None,
+            Some((m, None)) if m.is_custom() => {
+                return Err(SubscribeError::NotSubscribable {
+                    message_type: type_name(),
+                });
+            }
+            Some((m, None)) if m.id() == own => None,
+            Some((_, None)) => {
+                return Err(SubscribeError::ForeignDirectMailbox {
+                    message_type: type_name(),
+                });
+            }
+            Some((_, Some(n))) => Some(n.clone()),
+        };
+        let id = named.as_ref().map_or(own, |n| n.id());
+        let register = named.is_some() && !self.subs.has_any(id, key);
+        self.subs
+            .add(state, action, id, key, type_name, handler, named.clone())?;
+        if let (true, Some(n)) = (register, named) {
+            n.subscribe(key, self.cell_arc());
+        }
+        Ok(())
     }
 
     /// Subscribes `handler` to mutable messages of type `M` (sent with
     /// [`Mbox::send_mut`]): the handler takes the message by value.
-    pub fn on_mut<M, F>(&mut self, mut handler: F) -> Result<(), SubscribeError>
+    pub fn on_mut<M, F>(&mut self, handler: F) -> Result<(), SubscribeError>
     where
         M: Send + 'static,
         F: for<'c> FnMut(&mut A, M, &mut Context<'c, A>) + Send + 'static,
     {
-        let id = self.cell().mbox_id();
-        self.subs.add(
-            id,
+        self.add_entry(
+            DEFAULT_STATE,
+            HANDLE,
+            None,
             TypeId::of::<Mutable<M>>(),
             std::any::type_name::<Mutable<M>>,
-            Box::new(
-                move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
-                    // SAFETY: the key `TypeId::of::<Mutable<M>>()` is only carried by envelopes
-                    // built by `Envelope::mutable::<M>`; the message is taken exactly once.
-                    let msg = unsafe { env.take::<M>() };
-                    handler(agent, msg, ctx)
-                },
-            ),
-            None,
+            mutable_handler(handler),
         )
     }
 
@@ -260,39 +272,37 @@ impl<'a, A: Agent> Context<'a, A> {
         M: Send + Sync + 'static,
         F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
     {
-        let own = self.cell().mbox_id();
-        match mbox.as_named() {
-            None if mbox.is_custom() => Err(SubscribeError::NotSubscribable {
-                message_type: std::any::type_name::<M>(),
-            }),
-            None if mbox.id() == own => self.add_immutable(own, None, handler),
-            None => Err(SubscribeError::ForeignDirectMailbox {
-                message_type: std::any::type_name::<M>(),
-            }),
-            Some(named) => {
-                let key = TypeId::of::<M>();
-                self.add_immutable(named.id(), Some(named.clone()), handler)?;
-                named.subscribe(key, self.cell_arc());
-                Ok(())
-            }
-        }
+        self.add_entry(
+            DEFAULT_STATE,
+            HANDLE,
+            Some(mbox),
+            TypeId::of::<M>(),
+            std::any::type_name::<M>,
+            immutable_handler(handler),
+        )
     }
 
-    /// Removes the subscription to immutable `M` on the direct mailbox; true if there was one.
-    /// Takes effect for the next message; a handler may unsubscribe itself.
+    /// Removes the subscription to immutable `M` on the direct mailbox in the default state;
+    /// true if there was one. Takes effect for the next message; a handler may unsubscribe
+    /// itself.
     pub fn unsubscribe<M: 'static>(&mut self) -> bool {
         let id = self.cell().mbox_id();
-        self.subs.remove(id, TypeId::of::<M>(), self.cell.as_ptr())
-    }
-
-    /// Removes the subscription to immutable `M` arriving through `mbox`; true if there was
-    /// one.
-    pub fn unsubscribe_from<M: 'static>(&mut self, mbox: &Mbox) -> bool {
         self.subs
-            .remove(mbox.id(), TypeId::of::<M>(), self.cell.as_ptr())
+            .remove(id, TypeId::of::<M>(), DEFAULT_STATE, self.cell.as_ptr())
     }
 
-    fn cell_arc(&self) -> Arc<DynCell> {
+    /// Removes the subscription to immutable `M` arriving through `mbox` in the default
+    /// state; true if there was one.
+    pub fn unsubscribe_from<M: 'static>(&mut self, mbox: &Mbox) -> bool {
+        self.subs.remove(
+            mbox.id(),
+            TypeId::of::<M>(),
+            DEFAULT_STATE,
+            self.cell.as_ptr(),
+        )
+    }
+
+    pub(crate) fn cell_arc(&self) -> Arc<DynCell> {
         let ptr = self.cell.as_ptr() as *const DynCell;
         // SAFETY: the cell lives in an `Arc` and is alive: one more strong count.
         unsafe {
@@ -331,4 +341,38 @@ impl<'a, A: Agent> Context<'a, A> {
     pub fn register_coop(&self, coop: Coop) -> Result<CoopHandle, RegisterError> {
         coop.register()
     }
+}
+
+/// Wraps a handler of immutable `M` as a type-erased one.
+pub(crate) fn immutable_handler<A, M, F>(mut handler: F) -> Handler<A>
+where
+    A: Agent,
+    M: Send + 'static,
+    F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
+{
+    Box::new(
+        move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
+            // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
+            // envelopes built from an immutable (possibly shared) `M` carry.
+            let msg = unsafe { env.get::<M>() };
+            handler(agent, msg, ctx)
+        },
+    )
+}
+
+/// Wraps a handler of mutable `M` as a type-erased one.
+pub(crate) fn mutable_handler<A, M, F>(mut handler: F) -> Handler<A>
+where
+    A: Agent,
+    M: Send + 'static,
+    F: for<'c> FnMut(&mut A, M, &mut Context<'c, A>) + Send + 'static,
+{
+    Box::new(
+        move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
+            // SAFETY: the key `TypeId::of::<Mutable<M>>()` is only carried by envelopes
+            // built by `Envelope::mutable::<M>`; the message is taken exactly once.
+            let msg = unsafe { env.take::<M>() };
+            handler(agent, msg, ctx)
+        },
+    )
 }

@@ -13,8 +13,8 @@ use crate::mbox::MboxId;
 use crate::message::Envelope;
 use crate::panic::PanicReaction;
 use crate::queue::EventQueue;
-use crate::subscription::Subscriptions;
-use std::any::Any;
+use crate::subscription::{Handler, Subscriptions};
+use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
 use std::mem::ManuallyDrop;
@@ -348,12 +348,12 @@ pub(crate) trait ErasedBody: Send {
 
 /// An agent with its runtime state.
 pub(crate) struct AgentBody<A: Agent> {
-    subs: Subscriptions<A>,
+    pub(crate) subs: Subscriptions<A>,
     /// The agent's cooperation: set at registration, valid until the agent has finished
     /// (the cooperation outlives the handling of its agents' demands).
-    coop: *const CoopInner,
+    pub(crate) coop: *const CoopInner,
     /// Dropped right after `finish` (see [`AgentCell::release_agent`]).
-    agent: ManuallyDrop<A>,
+    pub(crate) agent: ManuallyDrop<A>,
 }
 
 // SAFETY: `coop` points to a `Sync` cooperation; everything else is `Send` since `A: Send`.
@@ -361,7 +361,12 @@ unsafe impl<A: Agent> Send for AgentBody<A> {}
 
 impl<A: Agent> AgentBody<A> {
     #[cold]
-    fn on_panic(&mut self, this: NonNull<DynCell>, during: &str, payload: Box<dyn Any + Send>) {
+    pub(crate) fn on_panic(
+        &mut self,
+        this: NonNull<DynCell>,
+        during: &str,
+        payload: Box<dyn Any + Send>,
+    ) {
         // SAFETY: the cell is alive while its demands run.
         let header = unsafe { &this.as_ref().header };
         // SAFETY: `coop` is valid while the agent runs (field doc).
@@ -398,6 +403,33 @@ fn panic_message(p: &(dyn Any + Send)) -> Cow<'static, str> {
     }
 }
 
+impl<A: Agent> AgentBody<A> {
+    /// Runs a handler taken from the subscriptions with `msg`, then puts it back.
+    #[inline(always)]
+    pub(crate) fn run_handler(
+        &mut self,
+        this: NonNull<DynCell>,
+        slot: usize,
+        mbox: MboxId,
+        key: TypeId,
+        mut handler: Handler<A>,
+        msg: Envelope,
+    ) {
+        let type_name = msg.type_name_fn();
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
+        let agent = &mut *self.agent;
+        let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
+        self.subs.put_back(slot, mbox, key, handler);
+        if let Err(payload) = result {
+            self.on_panic(this, type_name(), payload);
+        }
+        if self.subs.pending() {
+            // The handler switched state: the hooks run now, before the next message.
+            self.run_effects(this);
+        }
+    }
+}
+
 impl<A: Agent> ErasedBody for AgentBody<A> {
     #[inline]
     fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
@@ -416,27 +448,28 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             return header.dead_letter(msg, DeliveryFailure::ReceiverGone);
         }
         let key = msg.key();
-        let Some((slot, mut handler)) = self.subs.take(mbox, key) else {
-            return header.dead_letter(msg, DeliveryFailure::NoHandler);
+        let Some((slot, handler)) = self.subs.take(mbox, key) else {
+            // Not in the current state: its parents, transfers, the dead-letter handler.
+            return self.handle_unmatched(this, mbox, msg);
         };
-        let type_name = msg.type_name_fn();
-        let mut ctx = Context::new(this, self.coop, &mut self.subs);
-        let agent = &mut *self.agent;
-        let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
-        self.subs.put_back(slot, mbox, key, handler);
-        if let Err(payload) = result {
-            self.on_panic(this, type_name(), payload);
-        }
+        self.run_handler(this, slot, mbox, key, handler, msg);
     }
 
     fn start(&mut self, this: NonNull<DynCell>) {
         // SAFETY: the cell is alive and we run its queue.
         unsafe { this.as_ref().header.set_started() };
+        if self.subs.pending() {
+            // Hooks of a switch made in `define`.
+            self.run_effects(this);
+        }
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| agent.start(&mut ctx)));
         if let Err(payload) = result {
             self.on_panic(this, "start", payload);
+        }
+        if self.subs.pending() {
+            self.run_effects(this);
         }
         // SAFETY: the cell is alive and registered; we run its queue.
         let early = unsafe {
@@ -457,6 +490,8 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         if let Err(payload) = result {
             self.on_panic(this, "finish", payload);
         }
+        // The active states are left: their `on_exit` hooks run, their time limits end.
+        self.leave_states(this);
         // Nothing of the agent runs again: free its handlers and its value now rather than
         // when the last mailbox goes (and break the cycles of agents holding mailboxes).
         self.subs.clear(this.as_ptr());

@@ -15,6 +15,9 @@ pub enum DeliveryFailure {
     NoHandler,
     /// Nobody is subscribed to this message type on the multi-consumer mailbox it was sent to.
     NoSubscriber,
+    /// The receiver's `transfer_to_state` subscriptions send this message from state to
+    /// state without end (more than `defaults::MAX_STATE_TRANSFERS` transfers).
+    TransferLoop,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -25,6 +28,9 @@ impl fmt::Display for DeliveryFailure {
             DeliveryFailure::NoHandler => "the receiver has no handler for this message type",
             DeliveryFailure::NoSubscriber => {
                 "no agent is subscribed to this message type on that mailbox"
+            }
+            DeliveryFailure::TransferLoop => {
+                "the receiver's transfer_to_state subscriptions loop for this message type"
             }
         })
     }

@@ -48,3 +48,29 @@ pub const INJECTOR_INTERVAL: usize = 61;
 /// a parked thread on the reference VM: ordinary hand-offs keep their affinity, a handler
 /// that blocks does not strand the agent it just woke.
 pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
+
+/// How deep agent states can nest (a top-level state is at depth 0): SObjectizer's limit.
+/// Switching and looking up handlers walk at most this many parents.
+pub const MAX_STATE_DEPTH: usize = 16;
+
+/// How many `transfer_to_state` hops one message may make before it is taken for a loop and
+/// dropped as a `TransferLoop` dead letter. A transfer chain longer than a few states is a
+/// design error; 16 is generous and bounds the cost of a loop.
+pub const MAX_STATE_TRANSFERS: usize = 16;
+
+/// How many cancelled timers may wait in the timer queue before it is compacted (the
+/// compaction also waits until they outnumber the live timers). Cancelled timers cost their
+/// queue entry until then; compacting removes them all at once in O(n), so every cancel costs
+/// amortised O(1), and small environments never compact at all.
+pub const TIMER_COMPACT_MIN: usize = 1024;
+
+/// Where pending timers wait. The wheel: with a million pending timers it schedules and
+/// fires each in O(1) where the heap pays O(log n) per timer fired (see docs/BENCHMARKS.md,
+/// `cohort-bench timers`, for the figures), and with few timers both cost the same.
+pub const TIMER_QUEUE: crate::timer::TimerQueue = crate::timer::TimerQueue::Wheel;
+
+/// The span of a bottom-level slot of the timer wheel. Timers still fire at their exact
+/// deadline (the current and next tick wait in a heap); the tick only sets how finely the
+/// wheel sorts: 1 ms keeps a slot's worth of timers small for the usual delays (milliseconds
+/// to seconds) while six levels of 64 slots span 2.2 years.
+pub const TIMER_WHEEL_TICK: std::time::Duration = std::time::Duration::from_millis(1);

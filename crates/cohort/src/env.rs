@@ -68,6 +68,7 @@ pub struct EnvironmentBuilder {
     panic_reaction: PanicReaction,
     dead_letter_hook: Option<DeadLetterHook>,
     worker_spin: Duration,
+    timer_queue: crate::timer::TimerQueue,
 }
 
 impl Default for EnvironmentBuilder {
@@ -77,6 +78,7 @@ impl Default for EnvironmentBuilder {
             panic_reaction: PanicReaction::default(),
             dead_letter_hook: None,
             worker_spin: defaults::WORKER_SPIN,
+            timer_queue: defaults::TIMER_QUEUE,
         }
     }
 }
@@ -108,6 +110,13 @@ impl EnvironmentBuilder {
     /// do. Default: [`defaults::WORKER_SPIN`].
     pub fn worker_spin(mut self, spin: Duration) -> Self {
         self.worker_spin = spin;
+        self
+    }
+
+    /// Where the environment's pending timers wait (see [`TimerQueue`](crate::TimerQueue)).
+    /// Default: [`defaults::TIMER_QUEUE`].
+    pub fn timer_queue(mut self, queue: crate::timer::TimerQueue) -> Self {
+        self.timer_queue = queue;
         self
     }
 
@@ -165,6 +174,7 @@ impl EnvironmentBuilder {
             agents: AtomicUsize::new(0),
             stats_on: Arc::new(AtomicBool::new(false)),
             stats_thread: Mutex::new(None),
+            timers: crate::timer::TimerService::new(self.timer_queue),
         });
         *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Arc::new(CoopInner::root(shared.clone())));
@@ -212,6 +222,8 @@ pub(crate) struct EnvShared {
     stats_thread: Mutex<Option<StatsThread>>,
     /// Named mailboxes alive: the same name gives the same mailbox while anyone holds it.
     named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<IndirectMbox>>>,
+    /// Delayed and periodic messages, and the `cohort-timer` thread (started with the first).
+    pub(crate) timers: Arc<crate::timer::TimerService>,
     /// `active_group` group names in use: name -> (dispatcher id, dispatcher name).
     group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
 }
@@ -253,7 +265,7 @@ impl EnvShared {
             coops: self.coops.load(Ordering::Relaxed),
             agents: self.agents.load(Ordering::Relaxed),
             named_mailboxes: self.named_count(),
-            timers: 0,
+            timers: self.timers.active(),
             dead_letters: self.dead_letters.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
             dispatchers,
@@ -351,6 +363,8 @@ impl EnvShared {
         }
         // Snapshots sent during shutdown would only become dead letters.
         self.stop_stats();
+        // Pending timers are cancelled; the timer thread ends.
+        self.timers.shutdown();
         if let Some(root) = self.root() {
             root.deregister(DeregReason::Shutdown);
         }

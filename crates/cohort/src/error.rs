@@ -7,11 +7,30 @@ use std::io;
 pub enum SubscribeError {
     /// A handler for this message type on this mailbox already exists.
     #[error(
-        "a handler for `{message_type}` on this mailbox already exists: subscribe once per (mailbox, message type)"
+        "a handler for `{message_type}` on this mailbox already exists in the default state: subscribe once per (mailbox, message type, state)"
     )]
     AlreadySubscribed {
         /// The message type's name.
         message_type: &'static str,
+    },
+    /// A handler (or transfer, or suppression) for this message type on this mailbox already
+    /// exists in this state.
+    #[error(
+        "a handler for `{message_type}` on this mailbox already exists in state `{state}`: subscribe once per (mailbox, message type, state)"
+    )]
+    AlreadySubscribedInState {
+        /// The message type's name.
+        message_type: &'static str,
+        /// The state's name.
+        state: String,
+    },
+    /// The state belongs to another agent.
+    #[error(
+        "state {state} belongs to another agent: subscribe in states created by this agent's own context"
+    )]
+    ForeignState {
+        /// The state, as its `Debug` shows it.
+        state: String,
     },
     /// An agent can only subscribe to its own direct mailbox (or to multi-consumer ones).
     #[error(

@@ -8,7 +8,8 @@
 //! Where a message goes from `send` to its handler: [`Mbox::send`] → `mbox::deliver_direct`
 //! → `queue::EventQueue` (local half on the single-thread path, remote half otherwise) →
 //! `dispatcher::worker::run` → `demand::Demand::run` → `cell::AgentRef::handle` →
-//! `cell::AgentBody::handle` (subscription lookup) → your handler.
+//! `cell::AgentBody::handle` (subscription lookup in the current state; a miss goes to
+//! `state::dispatch`: parent states, transfers, dead-letter handlers) → your handler.
 //!
 //! ```
 //! use cohort::{Agent, Context, DefineError, Mbox};
@@ -66,9 +67,11 @@ mod message;
 mod named;
 mod panic;
 mod queue;
+mod state;
 mod stats;
 mod subscription;
 mod sync;
+pub mod timer;
 
 pub use agent::{Agent, Context, DefineError};
 pub use coop::{
@@ -87,4 +90,6 @@ pub use error::{
 pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
+pub use state::{History, InState, State, StateError, Unhandled};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
+pub use timer::{TimerHandle, TimerQueue};

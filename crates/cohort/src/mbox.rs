@@ -59,7 +59,7 @@ impl IndirectMbox {
         MboxId(self as *const Self as usize)
     }
 
-    fn name(&self) -> Option<&str> {
+    pub(crate) fn name(&self) -> Option<&str> {
         match self {
             IndirectMbox::Named(m) => m.name(),
             IndirectMbox::Custom(t) => t.name(),

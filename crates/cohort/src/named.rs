@@ -5,6 +5,10 @@
 //! Subscribers are kept per message type, so a send looks up its type once and then walks
 //! exactly the agents that want it. Subscribing and unsubscribing (rare) take the write lock;
 //! sends take the read lock, so concurrent senders do not contend with each other.
+//!
+//! A queue with a single subscriber of the type gets the message as a direct send would
+//! deliver it (one message demand, no broadcast targets to share): a named mailbox with one
+//! subscriber costs about what a direct mailbox does.
 
 use crate::cell::DynCell;
 use crate::dead_letter::DeliveryFailure;
@@ -15,7 +19,33 @@ use crate::message::{Envelope, is_inline};
 use crate::queue::EventQueue;
 use std::any::TypeId;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, RwLock, Weak};
+
+/// Hashes a `TypeId`, which is already a hash: keeps its bits rather than hashing them again
+/// (the default SipHash costs more than the rest of a one-subscriber send).
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl Hasher for TypeIdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_ne_bytes(word);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = self.0.rotate_left(5) ^ n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type ByType = HashMap<TypeId, TypeSubscribers, BuildHasherDefault<TypeIdHasher>>;
 
 /// The subscribers of one message type, grouped by the queue they are bound to. A change
 /// (rare) edits one group in place, copying it only if a send in flight still holds it.
@@ -59,7 +89,7 @@ impl TypeSubscribers {
 pub(crate) struct NamedMbox {
     name: Option<Arc<str>>,
     env: Weak<EnvShared>,
-    subscribers: RwLock<HashMap<TypeId, TypeSubscribers>>,
+    subscribers: RwLock<ByType>,
 }
 
 impl NamedMbox {
@@ -67,7 +97,7 @@ impl NamedMbox {
         Self {
             name,
             env,
-            subscribers: RwLock::new(HashMap::new()),
+            subscribers: RwLock::new(ByType::default()),
         }
     }
 
@@ -149,6 +179,10 @@ fn push_to_groups(groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)], envelope:
                 envelope.as_ref().and_then(Envelope::duplicate)
             };
             let Some(msg) = msg else { return };
+            if let [cell] = &targets.cells[..] {
+                crate::mbox::deliver_to(cell, targets.mbox, msg);
+                continue;
+            }
             let d = Demand::broadcast(targets.clone(), msg);
             if queue.is_running_here() {
                 // SAFETY: checked just above; a broadcast demand holds no borrowed reference.

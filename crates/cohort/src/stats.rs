@@ -22,7 +22,7 @@ pub struct RuntimeStats {
     pub agents: usize,
     /// Named mailboxes alive.
     pub named_mailboxes: usize,
-    /// Pending timers (none exist yet: always 0).
+    /// Active timers: scheduled, and neither fired for the last time nor cancelled.
     pub timers: usize,
     /// Dead letters so far.
     pub dead_letters: u64,

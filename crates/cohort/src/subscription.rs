@@ -1,10 +1,15 @@
-//! An agent's subscriptions: which handler runs for a (mailbox, message type) pair.
+//! An agent's subscriptions: which handler runs for a (mailbox, message type, state) triple.
 //!
-//! The table is a small exact-size slice scanned linearly: agents typically subscribe to a
+//! The table is a small exact-size vector scanned linearly: agents typically subscribe to a
 //! handful of message types, for which a scan of 24-byte keys beats hashing, and an exact-size
-//! slice keeps a million agents small (skynet). Subscribing reallocates the slice; it happens
-//! at definition time, not per message. Handlers are boxed closures; a plain method
+//! thin vector (one pointer; its length lives in the allocation) keeps a million agents small
+//! (skynet). Subscribing reallocates it; it happens at definition time, not per message. Handlers are boxed closures; a plain method
 //! (`Self::on_ping`) is a zero-sized closure and costs no allocation.
+//!
+//! Each entry carries the index of the agent state it belongs to (0, the default state, for
+//! agents that never declare one) and what it does there: handle, transfer to another state
+//! or suppress. The per-message scan looks in the current state only; the ancestors are
+//! walked on a miss (`state::dispatch`), so switching state costs no re-subscription.
 
 use crate::agent::{Agent, Context};
 use crate::cell::DynCell;
@@ -12,15 +17,28 @@ use crate::error::SubscribeError;
 use crate::mbox::IndirectMbox;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
+use crate::state::{DEFAULT_STATE, StateMachine};
 use std::any::TypeId;
 use std::sync::Arc;
+use thin_vec::ThinVec;
 
 /// A type-erased handler: unpacks the envelope as its message type and calls the user's code.
 pub(crate) type Handler<A> = Box<dyn for<'c> FnMut(&mut A, Envelope, &mut Context<'c, A>) + Send>;
 
+/// What an entry does with its message: [`HANDLE`], [`SUPPRESS`], or else transfer to the
+/// state of that index.
+pub(crate) type Action = u16;
+/// The entry's handler runs.
+pub(crate) const HANDLE: Action = u16::MAX;
+/// The message is ignored in this state (and its substates), even if a parent handles it.
+pub(crate) const SUPPRESS: Action = u16::MAX - 1;
+
 struct Entry<A: Agent> {
     key: TypeId,
     mbox: MboxId,
+    /// The state this entry belongs to (high half) and its action (low half): the hot scan
+    /// matches "handle, in the current state" with one comparison.
+    slot: u32,
     handler: Handler<A>,
     /// The multi-consumer mailbox this subscription is registered with, to unregister it.
     named: Option<Arc<IndirectMbox>>,
@@ -28,35 +46,102 @@ struct Entry<A: Agent> {
     taken: bool,
 }
 
+/// An entry's `slot`.
+#[inline(always)]
+fn slot(state: u16, action: Action) -> u32 {
+    (u32::from(state) << 16) | u32::from(action)
+}
+
+impl<A: Agent> Entry<A> {
+    fn state(&self) -> u16 {
+        (self.slot >> 16) as u16
+    }
+
+    fn action(&self) -> Action {
+        self.slot as u16
+    }
+}
+
 /// Stands in for a handler while it runs; zero-sized, so boxing it allocates nothing.
-fn placeholder<A: Agent>() -> Handler<A> {
+pub(crate) fn placeholder<A: Agent>() -> Handler<A> {
     Box::new(|_: &mut A, _: Envelope, _: &mut Context<'_, A>| {})
 }
 
-/// The subscription table of one agent.
+/// The subscription table of one agent, with its states.
+///
+/// Two words, as before states existed: a stateless agent pays no memory for them.
 pub(crate) struct Subscriptions<A: Agent> {
-    entries: Box<[Entry<A>]>,
+    entries: ThinVec<Entry<A>>,
+    /// States, hooks and the dead-letter handler; `None` until the agent uses one.
+    pub(crate) machine: Option<Box<StateMachine<A>>>,
 }
 
 impl<A: Agent> Subscriptions<A> {
     pub(crate) fn new() -> Self {
         Self {
-            entries: Box::new([]),
+            entries: ThinVec::new(),
+            machine: None,
         }
     }
 
-    /// Takes the handler for `key` arriving through `mbox` out of the table while it runs,
-    /// so that the handler can change the table (subscribe, unsubscribe) through its context.
-    /// Returns the handler and its index for [`Subscriptions::put_back`].
+    /// The current (innermost) state.
+    #[inline(always)]
+    pub(crate) fn current(&self) -> u16 {
+        match &self.machine {
+            None => DEFAULT_STATE,
+            Some(m) => m.current,
+        }
+    }
+
+    /// Whether a state switch left hooks or time limits to run.
+    #[inline(always)]
+    pub(crate) fn pending(&self) -> bool {
+        match &self.machine {
+            None => false,
+            Some(m) => m.has_pending,
+        }
+    }
+
+    /// Takes the handler for `key` arriving through `mbox` in the current state out of the
+    /// table while it runs, so that the handler can change the table (subscribe, unsubscribe)
+    /// through its context. Returns the handler and its index for
+    /// [`Subscriptions::put_back`]. `None` when the current state has no handler of its own
+    /// (the caller then walks the ancestors, see `state::dispatch`).
     #[inline]
     pub(crate) fn take(&mut self, mbox: MboxId, key: TypeId) -> Option<(usize, Handler<A>)> {
+        let want = slot(self.current(), HANDLE);
         let i = self
             .entries
             .iter()
-            .position(|e| e.key == key && e.mbox == mbox)?;
+            .position(|e| e.key == key && e.mbox == mbox && e.slot == want)?;
         let e = &mut self.entries[i];
         e.taken = true;
         Some((i, std::mem::replace(&mut e.handler, placeholder())))
+    }
+
+    /// Takes the handler of entry `i` (see [`Subscriptions::take`]); `None` if the entry
+    /// transfers or suppresses rather than handles.
+    #[inline]
+    pub(crate) fn take_at(&mut self, i: usize) -> Option<(usize, Handler<A>)> {
+        let e = &mut self.entries[i];
+        if e.action() != HANDLE {
+            return None;
+        }
+        e.taken = true;
+        Some((i, std::mem::replace(&mut e.handler, placeholder())))
+    }
+
+    /// The entry for (mailbox, type) in exactly `state`: its index and action.
+    pub(crate) fn find(&self, mbox: MboxId, key: TypeId, state: u16) -> Option<(usize, Action)> {
+        self.entries
+            .iter()
+            .position(|e| e.key == key && e.mbox == mbox && e.state() == state)
+            .map(|i| (i, self.entries[i].action()))
+    }
+
+    /// Whether any state has an entry for (mailbox, type).
+    pub(crate) fn has_any(&self, mbox: MboxId, key: TypeId) -> bool {
+        self.entries.iter().any(|e| e.key == key && e.mbox == mbox)
     }
 
     /// Returns a handler taken by [`Subscriptions::take`]; drops it if the handler
@@ -87,52 +172,68 @@ impl<A: Agent> Subscriptions<A> {
         }
     }
 
-    /// Adds a handler; a second one for the same (mailbox, type) is an error.
+    /// Adds an entry; a second one for the same (mailbox, type, state) is an error.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn add(
         &mut self,
+        state: u16,
+        action: Action,
         mbox: MboxId,
         key: TypeId,
         type_name: fn() -> &'static str,
         handler: Handler<A>,
         named: Option<Arc<IndirectMbox>>,
     ) -> Result<(), SubscribeError> {
-        if self.entries.iter().any(|e| e.key == key && e.mbox == mbox) {
-            return Err(SubscribeError::AlreadySubscribed {
-                message_type: type_name(),
+        if self.find(mbox, key, state).is_some() {
+            return Err(match &self.machine {
+                Some(m) if state != DEFAULT_STATE => SubscribeError::AlreadySubscribedInState {
+                    message_type: type_name(),
+                    state: m.name(state).to_string(),
+                },
+                _ => SubscribeError::AlreadySubscribed {
+                    message_type: type_name(),
+                },
             });
         }
-        let mut v = std::mem::take(&mut self.entries).into_vec();
-        v.reserve_exact(1);
-        v.push(Entry {
+        self.entries.reserve_exact(1);
+        self.entries.push(Entry {
             key,
             mbox,
+            slot: slot(state, action),
             handler,
             named,
             taken: false,
         });
-        self.entries = v.into_boxed_slice();
         Ok(())
     }
 
-    /// Removes the handler for (mailbox, type); true if there was one.
-    pub(crate) fn remove(&mut self, mbox: MboxId, key: TypeId, cell: *const DynCell) -> bool {
-        let before = self.entries.len();
-        let mut v = std::mem::take(&mut self.entries).into_vec();
-        v.retain(|e| {
-            let hit = e.key == key && e.mbox == mbox;
-            if hit && let Some(n) = &e.named {
-                n.unsubscribe(key, cell);
-            }
-            !hit
-        });
-        let removed = before != v.len();
-        self.entries = v.into_boxed_slice();
-        removed
+    /// Removes the entry for (mailbox, type, state); true if there was one. A multi-consumer
+    /// mailbox forgets the agent when no state has an entry for that type on it any more.
+    pub(crate) fn remove(
+        &mut self,
+        mbox: MboxId,
+        key: TypeId,
+        state: u16,
+        cell: *const DynCell,
+    ) -> bool {
+        let Some((i, _)) = self.find(mbox, key, state) else {
+            return false;
+        };
+        let e = self.entries.remove(i);
+        self.entries.shrink_to_fit();
+        if let Some(n) = &e.named
+            && !self.has_any(mbox, key)
+        {
+            n.unsubscribe(key, cell);
+        }
+        true
     }
 
     /// Drops every subscription, unregistering from multi-consumer mailboxes.
     pub(crate) fn clear(&mut self, cell: *const DynCell) {
-        for e in std::mem::take(&mut self.entries).into_vec() {
+        // Hooks, pending time limits and the dead-letter handler go with the subscriptions.
+        self.machine = None;
+        for e in std::mem::take(&mut self.entries) {
             if let Some(n) = &e.named {
                 n.unsubscribe(e.key, cell);
             }

@@ -7,7 +7,9 @@ pub mod ping_pong;
 pub mod producer_consumer;
 pub mod self_send;
 pub mod skynet;
+pub mod state_switch;
 pub mod thread_ring;
+pub mod timers;
 
 use cohort::dispatcher::{Fifo, PoolBindParams};
 

@@ -2,6 +2,10 @@
 //! theron-performance.txt, PingPong): two agents exchange signals; the pinger sends the next
 //! ping only when the pong arrives. Throughput = round trips / s; real throughput = messages
 //! / s (twice that), the figure usually quoted. A last run records every round trip's latency.
+//!
+//! With `--mbox named` the agents talk through two named mailboxes (`ping`, `pong`) instead of
+//! each other's direct mailbox: each send then goes through a named mailbox's subscriber
+//! lookup and a broadcast demand (issue 4: within 25 % of direct).
 
 #[cfg(test)]
 use super::Dispatcher;
@@ -10,6 +14,25 @@ use cohort::{Agent, Context, DefineError, Mbox};
 use hdrhistogram::Histogram;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Which mailboxes the two agents send to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mailbox {
+    /// Each other's direct mailbox.
+    Direct,
+    /// Two named mailboxes, `ping` and `pong`, each with one subscriber.
+    Named,
+}
+
+impl Mailbox {
+    /// The variant's words in results.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mailbox::Direct => "direct mailboxes",
+            Mailbox::Named => "named mailboxes",
+        }
+    }
+}
 
 /// The ping signal.
 pub struct Ping;
@@ -31,6 +54,7 @@ struct Shared {
 }
 
 struct Pinger {
+    mailbox: Mailbox,
     ponger: Option<Mbox>,
     count: u64,
     left: u64,
@@ -69,7 +93,12 @@ impl Pinger {
 
 impl Agent for Pinger {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(Self::on_pong)?;
+        match self.mailbox {
+            Mailbox::Direct => ctx.on(Self::on_pong)?,
+            Mailbox::Named => {
+                ctx.subscribe(&ctx.environment().named_mbox("pong"), Self::on_pong)?
+            }
+        }
         Ok(())
     }
 
@@ -81,21 +110,34 @@ impl Agent for Pinger {
 }
 
 struct Ponger {
+    mailbox: Mailbox,
     pinger: Mbox,
+}
+
+impl Ponger {
+    fn on_ping(&mut self, _: &Ping, _: &mut Context<'_, Self>) {
+        self.pinger.send(Pong)
+    }
 }
 
 impl Agent for Ponger {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Ping, _: &mut Context<'_, Self>| me.pinger.send(Pong))?;
+        match self.mailbox {
+            Mailbox::Direct => ctx.on(Self::on_ping)?,
+            Mailbox::Named => {
+                ctx.subscribe(&ctx.environment().named_mbox("ping"), Self::on_ping)?
+            }
+        }
         Ok(())
     }
 }
 
-/// Runs one ping-pong of `round_trips` on `placement`.
+/// Runs one ping-pong of `round_trips` on `placement` through `mailbox`es.
 pub fn run_once(
     round_trips: u64,
     placement: Placement,
     record_latency: bool,
+    mailbox: Mailbox,
 ) -> Result<Outcome, String> {
     if round_trips == 0 {
         return Err("--count must be at least 1".into());
@@ -109,6 +151,7 @@ pub fn run_once(
         let latency =
             record_latency.then(|| Histogram::new(3).expect("3 significant digits is valid"));
         let pinger = coop.add(Pinger {
+            mailbox,
             ponger: None,
             count: round_trips,
             left: round_trips,
@@ -117,10 +160,15 @@ pub fn run_once(
             latency,
             out: out2,
         });
+        let (to_pinger, to_ponger) = match mailbox {
+            Mailbox::Direct => (pinger.mbox(), None),
+            Mailbox::Named => (env.named_mbox("pong"), Some(env.named_mbox("ping"))),
+        };
         let ponger = coop.add(Ponger {
-            pinger: pinger.mbox(),
+            mailbox,
+            pinger: to_pinger,
         });
-        coop.agent_mut(&pinger).ponger = Some(ponger.mbox());
+        coop.agent_mut(&pinger).ponger = Some(to_ponger.unwrap_or_else(|| ponger.mbox()));
         env.register_coop(coop)?;
         Ok(())
     })
@@ -152,15 +200,25 @@ mod tests {
             Dispatcher::ThreadPool,
             Dispatcher::WorkStealing,
         ] {
-            let d = Placement::of(d);
-            let o = crate::watchdog::within(20, move || run_once(2_000, d, true)).unwrap();
-            assert_eq!(o.round_trips, 2_000);
-            assert_eq!(o.latency.map(|h| h.len()), Some(2_000));
+            for m in [Mailbox::Direct, Mailbox::Named] {
+                let d = Placement::of(d);
+                let o = crate::watchdog::within(20, move || run_once(2_000, d, true, m)).unwrap();
+                assert_eq!(o.round_trips, 2_000);
+                assert_eq!(o.latency.map(|h| h.len()), Some(2_000));
+            }
         }
     }
 
     #[test]
     fn zero_count_is_refused() {
-        assert!(run_once(0, Placement::of(Dispatcher::OneThread), false).is_err());
+        assert!(
+            run_once(
+                0,
+                Placement::of(Dispatcher::OneThread),
+                false,
+                Mailbox::Direct
+            )
+            .is_err()
+        );
     }
 }
