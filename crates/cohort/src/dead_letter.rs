@@ -15,6 +15,11 @@ pub enum DeliveryFailure {
     NoHandler,
     /// Nobody is subscribed to this message type on the multi-consumer mailbox it was sent to.
     NoSubscriber,
+    /// The message chain it was sent to (through its mailbox) is closed.
+    ChainClosed,
+    /// The message chain it was sent to (through its mailbox) is full and refuses more
+    /// ([`Overflow::Error`](crate::mchain::Overflow::Error)).
+    ChainFull,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -26,6 +31,8 @@ impl fmt::Display for DeliveryFailure {
             DeliveryFailure::NoSubscriber => {
                 "no agent is subscribed to this message type on that mailbox"
             }
+            DeliveryFailure::ChainClosed => "the message chain is closed",
+            DeliveryFailure::ChainFull => "the message chain is full",
         })
     }
 }

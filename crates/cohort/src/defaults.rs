@@ -48,3 +48,8 @@ pub const INJECTOR_INTERVAL: usize = 61;
 /// a parked thread on the reference VM: ordinary hand-offs keep their affinity, a handler
 /// that blocks does not strand the agent it just woke.
 pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
+
+/// What a full bounded message chain does when its parameters say nothing: refuse the send
+/// with a typed error ([`MchainError::Full`](crate::mchain::MchainError::Full)), the reaction
+/// that loses nothing silently and makes the sender decide.
+pub const MCHAIN_OVERFLOW: crate::mchain::Overflow = crate::mchain::Overflow::Error;

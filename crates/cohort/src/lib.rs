@@ -62,10 +62,12 @@ pub mod dispatcher;
 mod env;
 mod error;
 mod mbox;
+pub mod mchain;
 mod message;
 mod named;
 mod panic;
 mod queue;
+mod request;
 mod stats;
 mod subscription;
 mod sync;
@@ -87,4 +89,5 @@ pub use error::{
 pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
+pub use request::{PendingReply, Request, RequestError, Responder};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
