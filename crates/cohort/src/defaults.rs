@@ -53,3 +53,11 @@ pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
 /// with a typed error ([`MchainError::Full`](crate::mchain::MchainError::Full)), the reaction
 /// that loses nothing silently and makes the sender decide.
 pub const MCHAIN_OVERFLOW: crate::mchain::Overflow = crate::mchain::Overflow::Error;
+
+/// How long [`PendingReply::wait`](crate::PendingReply::wait) polls for the reply before it
+/// sleeps on its condition variable: zero. Measured on the reference 2-vCPU VM under load
+/// (2026-11-22, `cohort-bench request-reply --count 20000 --spin-us 0|20`, five interleaved
+/// pairs): sleeping at once gave a 12 µs median round trip, polling for 20 µs gave 76 µs
+/// (the polling requester takes a core from the worker that must reply). Raise it with
+/// [`PendingReply::spin`](crate::PendingReply::spin) on machines with idle cores.
+pub const REPLY_SPIN: std::time::Duration = std::time::Duration::ZERO;

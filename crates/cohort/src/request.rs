@@ -18,6 +18,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -82,6 +83,8 @@ struct SlotState<Reply> {
 struct Slot<Reply> {
     state: Mutex<SlotState<Reply>>,
     cv: Condvar,
+    /// Set (release) once `result` is filled: what a spinning waiter polls without the lock.
+    ready: AtomicBool,
 }
 
 impl<Reply> Slot<Reply> {
@@ -90,6 +93,7 @@ impl<Reply> Slot<Reply> {
         if st.result.is_none() {
             st.result = Some(r);
         }
+        self.ready.store(true, Ordering::Release);
         let waker = st.waker.take();
         self.cv.notify_all();
         drop(st);
@@ -275,13 +279,33 @@ impl<Reply> fmt::Debug for Responder<Reply> {
 #[must_use = "a request's reply is only seen by waiting for it or awaiting it"]
 pub struct PendingReply<Reply> {
     slot: Arc<Slot<Reply>>,
+    spin: Duration,
 }
 
 impl<Reply> PendingReply<Reply> {
+    /// How long [`wait`](Self::wait) polls for the reply before it sleeps. Default:
+    /// [`defaults::REPLY_SPIN`](crate::defaults::REPLY_SPIN); zero sleeps at once (no CPU
+    /// burnt while the receiver is slow).
+    pub fn spin(mut self, spin: Duration) -> Self {
+        self.spin = spin;
+        self
+    }
+
     /// Blocks until the reply arrives, the request is dropped unanswered, or `timeout`
     /// passes ([`RequestError::Timeout`]; a reply after that is dropped).
     pub fn wait(self, timeout: Duration) -> Result<Reply, RequestError> {
-        let deadline = Instant::now() + timeout;
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let spin_until = start + self.spin.min(timeout);
+        let mut polls = 0u32;
+        while !self.slot.ready.load(Ordering::Acquire) {
+            // Reading the clock costs more than a poll: look at it every 64 polls.
+            if polls.is_multiple_of(64) && Instant::now() >= spin_until {
+                break;
+            }
+            polls += 1;
+            std::hint::spin_loop();
+        }
         let mut st = self.slot.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(r) = st.result.take() {
@@ -355,9 +379,13 @@ impl Mbox {
                 waker: None,
             }),
             cv: Condvar::new(),
+            ready: AtomicBool::new(false),
         });
         self.send(Request::new(req, ReplyTo::Slot(slot.clone())));
-        PendingReply { slot }
+        PendingReply {
+            slot,
+            spin: crate::defaults::REPLY_SPIN,
+        }
     }
 
     /// Sends `req` as a [`Request<Req, Reply>`] whose reply is sent to `reply_to` (an
