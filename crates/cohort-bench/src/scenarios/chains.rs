@@ -13,7 +13,7 @@
 
 use super::Placement;
 use cohort::mchain::{Handlers, MchainParams, StopReason, from, receive};
-use cohort::{Agent, Context, DefineError, Environment, Mbox};
+use cohort::{Agent, Context, DefineError, Environment, Mbox, WrappedEnv};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,26 @@ impl Agent for Echo {
         ctx.on_request(|_: &mut Self, n: &u64, _: &mut Context<'_, Self>| n + 1)?;
         Ok(())
     }
+}
+
+/// Checks the arguments and starts an environment.
+fn start(count: u64, placement: Placement) -> Result<WrappedEnv, String> {
+    if count == 0 {
+        return Err("--count must be at least 1".into());
+    }
+    placement.validate()?;
+    Environment::builder()
+        .start()
+        .map_err(|e| format!("environment: {e}"))
+}
+
+/// Registers `agent` alone in a cooperation placed by `placement`; its mailbox.
+fn add_one<A: Agent>(env: &Environment, agent: A, placement: Placement) -> Result<Mbox, String> {
+    let mut coop = env.new_coop();
+    coop.set_binder(placement.binder(env)?);
+    let mbox = coop.add(agent).mbox();
+    env.register_coop(coop).map_err(|e| e.to_string())?;
+    Ok(mbox)
 }
 
 /// What one request/reply run measured.
@@ -42,17 +62,8 @@ pub fn request_reply_once(
     spin: Option<Duration>,
     placement: Placement,
 ) -> Result<RequestOutcome, String> {
-    if count == 0 {
-        return Err("--count must be at least 1".into());
-    }
-    placement.validate()?;
-    let env = Environment::builder()
-        .start()
-        .map_err(|e| format!("environment: {e}"))?;
-    let mut coop = env.new_coop();
-    coop.set_binder(placement.binder(&env)?);
-    let echo = coop.add(Echo).mbox();
-    env.register_coop(coop).map_err(|e| e.to_string())?;
+    let env = start(count, placement)?;
+    let echo = add_one(&env, Echo, placement)?;
     let mut latency =
         Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
     let started = Instant::now();
@@ -94,13 +105,7 @@ pub fn chain_throughput_once(
     capacity: usize,
     placement: Placement,
 ) -> Result<Duration, String> {
-    if count == 0 {
-        return Err("--count must be at least 1".into());
-    }
-    placement.validate()?;
-    let env = Environment::builder()
-        .start()
-        .map_err(|e| format!("environment: {e}"))?;
+    let env = start(count, placement)?;
     let params = if capacity == 0 {
         MchainParams::unbounded()
     } else {
@@ -109,10 +114,7 @@ pub fn chain_throughput_once(
             .wait_on_full(REPLY_TIMEOUT)
     };
     let chain = env.create_mchain(params).map_err(|e| e.to_string())?;
-    let mut coop = env.new_coop();
-    coop.set_binder(placement.binder(&env)?);
-    let agent = coop.add(ToChain(chain.as_mbox())).mbox();
-    env.register_coop(coop).map_err(|e| e.to_string())?;
+    let agent = add_one(&env, ToChain(chain.as_mbox()), placement)?;
     let started = Instant::now();
     let producer = std::thread::spawn(move || {
         for i in 0..count {
