@@ -8,41 +8,60 @@ use std::time::Instant;
 /// waiter reads it before looking at the chains and sleeps only while it is unchanged, so no
 /// change between the look and the sleep is lost.
 pub(crate) struct Notify {
-    generation: Mutex<u64>,
+    state: Mutex<Gen>,
     cv: Condvar,
+}
+
+struct Gen {
+    generation: u64,
+    /// The waiter is inside `wait_past`: only then is the condition variable notified (a
+    /// notify is a system call even with nobody waiting).
+    sleeping: bool,
 }
 
 impl Notify {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
-            generation: Mutex::new(0),
+            state: Mutex::new(Gen {
+                generation: 0,
+                sleeping: false,
+            }),
             cv: Condvar::new(),
         })
     }
 
     /// The current generation.
     pub(crate) fn generation(&self) -> u64 {
-        *self.generation.lock().unwrap_or_else(|e| e.into_inner())
+        self.lock().generation
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Gen> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Something changed: wake the waiter.
     pub(crate) fn signal(&self) {
-        let mut g = self.generation.lock().unwrap_or_else(|e| e.into_inner());
-        *g += 1;
-        self.cv.notify_all();
+        let mut g = self.lock();
+        g.generation += 1;
+        if g.sleeping {
+            self.cv.notify_all();
+        }
     }
 
     /// Sleeps until the generation moves past `seen` or `deadline` passes (`None`: no limit).
     /// Returns false on timeout.
     pub(crate) fn wait_past(&self, seen: u64, deadline: Option<Instant>) -> bool {
-        let mut g = self.generation.lock().unwrap_or_else(|e| e.into_inner());
-        while *g == seen {
+        let mut g = self.lock();
+        let mut in_time = true;
+        g.sleeping = true;
+        while g.generation == seen {
             match deadline {
                 None => g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner()),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return false;
+                        in_time = false;
+                        break;
                     }
                     g = self
                         .cv
@@ -52,6 +71,7 @@ impl Notify {
                 }
             }
         }
-        true
+        g.sleeping = false;
+        in_time
     }
 }
