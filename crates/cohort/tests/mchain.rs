@@ -452,3 +452,39 @@ fn agents_send_to_a_chain_through_its_mbox() {
         assert_eq!(chain.as_mbox(), chain.as_mbox());
     });
 }
+
+#[test]
+fn a_second_handler_for_a_type_replaces_the_first() {
+    let env = env();
+    let chain = env
+        .create_mchain(MchainParams::bounded(4).preallocated().name("pre"))
+        .unwrap();
+    assert_eq!(chain.capacity(), Some(4));
+    assert!(format!("{chain:?}").contains("pre"));
+    chain.send(1u32).unwrap();
+    let (first, second) = (Cell::new(0), Cell::new(0));
+    let r = receive(
+        from(&chain).no_wait(),
+        &mut Handlers::new()
+            .on(|_: &u32| first.set(first.get() + 1))
+            .on(|_: &u32| second.set(second.get() + 1)),
+    );
+    assert_eq!(r.handled, 1);
+    assert_eq!((first.get(), second.get()), (0, 1));
+}
+
+#[test]
+fn mutable_and_immutable_messages_of_one_type_are_distinct() {
+    let env = env();
+    let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
+    chain.send(1u32).unwrap();
+    chain.send_mut(2u32).unwrap();
+    let mut got = Vec::new();
+    let r = receive(
+        from(&chain).no_wait(),
+        &mut Handlers::new().on_mut(|n: u32| got.push(n)),
+    );
+    assert_eq!((r.extracted, r.handled), (2, 1));
+    assert_eq!(got, [2]);
+    assert_eq!(chain.stats().unhandled, 1);
+}

@@ -301,3 +301,20 @@ fn dead_letter_hook_sees_undeliverable_requests() {
         [std::any::type_name::<Request<u8, u8>>()]
     );
 }
+
+#[test]
+fn a_reply_to_a_closed_chain_is_a_dead_letter() {
+    watchdog(TIMEOUT, || {
+        let (builder, log) = common::DeadLetters::builder();
+        let env = builder.start().unwrap();
+        let mut coop = env.new_coop();
+        let doubler = coop.add(Doubler).mbox();
+        env.register_coop(coop).unwrap();
+        let replies = env.create_mchain(MchainParams::unbounded()).unwrap();
+        replies.close_retain_content();
+        doubler.request_to::<u64, u64>(1, &replies.as_mbox());
+        common::wait_until(|| env.dead_letters() == 1);
+        assert_eq!(log.of::<u64>(), [cohort::DeliveryFailure::ChainClosed]);
+        assert_eq!(replies.stats().refused_closed, 1);
+    });
+}
