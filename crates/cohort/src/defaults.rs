@@ -55,9 +55,15 @@ pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
 pub const MCHAIN_OVERFLOW: crate::mchain::Overflow = crate::mchain::Overflow::Error;
 
 /// How long [`PendingReply::wait`](crate::PendingReply::wait) polls for the reply before it
-/// sleeps on its condition variable: zero. Measured on the reference 2-vCPU VM under load
-/// (2026-11-22, `cohort-bench request-reply --count 20000 --spin-us 0|20`, five interleaved
-/// pairs): sleeping at once gave a 12 µs median round trip, polling for 20 µs gave 76 µs
-/// (the polling requester takes a core from the worker that must reply). Raise it with
-/// [`PendingReply::spin`](crate::PendingReply::spin) on machines with idle cores.
+/// sleeps on its condition variable: zero. Measured on the reference 2-vCPU VM on
+/// 2026-11-22 with `cohort-bench request-reply --count 20000 --spin-us 0|20`, five interleaved
+/// pairs at each load:
+/// - Heavily loaded (load average 7 to 15): sleeping at once gave a 12 µs median round trip.
+///   Polling for 20 µs gave 76 µs, because the polling requester takes a core from the worker
+///   that must reply.
+/// - Lightly loaded (load average 4): the medians were 0.56 µs and 0.48 µs, and the p99
+///   values 62 µs and 78 µs.
+///
+/// Zero loses little when cores are idle and a lot less when they are not. Raise it with
+/// [`PendingReply::spin`](crate::PendingReply::spin) on machines with cores to spare.
 pub const REPLY_SPIN: std::time::Duration = std::time::Duration::ZERO;
