@@ -255,7 +255,9 @@ impl<Reply> fmt::Debug for Responder<Reply> {
 }
 
 /// The reply to come: wait for it ([`PendingReply::wait`]) from a plain thread, or `.await`
-/// it (it is a `Future`; no runtime needed: a waker is all it uses).
+/// it (it is a `Future`; no runtime needed: a waker is all it uses). The future has no
+/// timeout of its own: it completes with the reply or with the reason the request was
+/// dropped; bound it with your executor's timer if you need one.
 ///
 /// ```
 /// use cohort::{Agent, Context, DefineError};

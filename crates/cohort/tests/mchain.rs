@@ -488,3 +488,55 @@ fn mutable_and_immutable_messages_of_one_type_are_distinct() {
     assert_eq!(got, [2]);
     assert_eq!(chain.stats().unhandled, 1);
 }
+
+#[test]
+fn select_is_not_starved_by_a_chain_that_is_always_full() {
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let busy = env
+            .create_mchain(MchainParams::bounded(16).wait_on_full(TIMEOUT * 10))
+            .unwrap();
+        let quiet = env.create_mchain(MchainParams::unbounded()).unwrap();
+        // A producer keeps the busy chain full until it is closed.
+        let flood = {
+            let busy = busy.clone();
+            std::thread::spawn(move || while busy.send(0u32).is_ok() {})
+        };
+        let trickle = {
+            let quiet = quiet.clone();
+            std::thread::spawn(move || {
+                for i in 0..10u32 {
+                    quiet.send(i).unwrap();
+                }
+            })
+        };
+        let (b, q) = (Cell::new(0usize), Cell::new(0usize));
+        let r = select(
+            from_all().stop_on(|| q.get() == 10),
+            &mut [
+                receive_case(&busy, Handlers::new().on(|_: &u32| b.set(b.get() + 1))),
+                receive_case(&quiet, Handlers::new().on(|_: &u32| q.set(q.get() + 1))),
+            ],
+        );
+        busy.close_drop_content();
+        flood.join().unwrap();
+        trickle.join().unwrap();
+        assert_eq!(r.stop, StopReason::StopOn);
+        assert_eq!(q.get(), 10);
+        assert_eq!(r.handled, b.get() + 10);
+    });
+}
+
+#[test]
+fn a_request_dropped_by_overflow_fails_as_receiver_gone() {
+    let (_env, chain) = bounded3(Overflow::DropNewest);
+    for i in 0..3u32 {
+        chain.send(i).unwrap();
+    }
+    let pending = chain.as_mbox().request::<u8, u8>(1);
+    assert_eq!(
+        pending.wait(Duration::from_secs(5)),
+        Err(cohort::RequestError::ReceiverGone)
+    );
+    assert_eq!(chain.stats().dropped_newest, 1);
+}

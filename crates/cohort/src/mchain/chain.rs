@@ -129,7 +129,7 @@ impl ChainInner {
             Overflow::DropNewest => {
                 drop(st);
                 bump(&self.counters.dropped_newest);
-                drop(msg);
+                crate::request::drop_with_reason(msg, DeliveryFailure::ChainFull);
                 Ok(Sent::DroppedNewest)
             }
             Overflow::RemoveOldest => {
@@ -139,7 +139,7 @@ impl ChainInner {
                 st.wake();
                 drop(st);
                 bump(&self.counters.removed_oldest);
-                drop(oldest);
+                crate::request::drop_with_reason(oldest, DeliveryFailure::ChainFull);
                 Ok(Sent::RemovedOldest)
             }
             Overflow::Error => {
