@@ -36,99 +36,109 @@ fn bounded3(overflow: Overflow) -> (WrappedEnv, cohort::mchain::Mchain) {
 
 #[test]
 fn overflow_drop_newest_counts_each_drop() {
-    let (_env, chain) = bounded3(Overflow::DropNewest);
-    let sent: Vec<_> = (0..5u32).map(|i| chain.send(i).unwrap()).collect();
-    use Sent::*;
-    assert_eq!(sent, [Queued, Queued, Queued, DroppedNewest, DroppedNewest]);
-    assert_eq!(chain.stats().dropped_newest, 2);
-    assert_eq!(chain.stats().queued, 3);
-    assert_eq!(drain(&chain), [0, 1, 2]);
+    watchdog(TIMEOUT, || {
+        let (_env, chain) = bounded3(Overflow::DropNewest);
+        let sent: Vec<_> = (0..5u32).map(|i| chain.send(i).unwrap()).collect();
+        use Sent::*;
+        assert_eq!(sent, [Queued, Queued, Queued, DroppedNewest, DroppedNewest]);
+        assert_eq!(chain.stats().dropped_newest, 2);
+        assert_eq!(chain.stats().queued, 3);
+        assert_eq!(drain(&chain), [0, 1, 2]);
+    });
 }
 
 #[test]
 fn overflow_remove_oldest_counts_each_removal() {
-    let (_env, chain) = bounded3(Overflow::RemoveOldest);
-    let sent: Vec<_> = (0..5u32).map(|i| chain.send(i).unwrap()).collect();
-    use Sent::*;
-    assert_eq!(sent, [Queued, Queued, Queued, RemovedOldest, RemovedOldest]);
-    assert_eq!(chain.stats().removed_oldest, 2);
-    assert_eq!(drain(&chain), [2, 3, 4]);
+    watchdog(TIMEOUT, || {
+        let (_env, chain) = bounded3(Overflow::RemoveOldest);
+        let sent: Vec<_> = (0..5u32).map(|i| chain.send(i).unwrap()).collect();
+        use Sent::*;
+        assert_eq!(sent, [Queued, Queued, Queued, RemovedOldest, RemovedOldest]);
+        assert_eq!(chain.stats().removed_oldest, 2);
+        assert_eq!(drain(&chain), [2, 3, 4]);
+    });
 }
 
 #[test]
 fn overflow_error_is_typed_and_mbox_sends_become_dead_letters() {
-    let (builder, log) = DeadLetters::builder();
-    let env = builder.start().unwrap();
-    let chain = env
-        .create_mchain(MchainParams::bounded(3).preallocated())
-        .unwrap();
-    for i in 0..3u32 {
-        assert_eq!(chain.send(i), Ok(Sent::Queued));
-    }
-    let err = chain.send(3u32).unwrap_err();
-    assert_eq!(
-        err,
-        MchainError::Full {
-            message_type: "u32",
-            capacity: 3
+    watchdog(TIMEOUT, || {
+        let (builder, log) = DeadLetters::builder();
+        let env = builder.start().unwrap();
+        let chain = env
+            .create_mchain(MchainParams::bounded(3).preallocated())
+            .unwrap();
+        for i in 0..3u32 {
+            assert_eq!(chain.send(i), Ok(Sent::Queued));
         }
-    );
-    assert!(err.to_string().contains("raise the capacity"));
-    chain.as_mbox().send(4u32);
-    assert_eq!(chain.stats().refused_full, 2);
-    assert_eq!(log.of::<u32>(), [DeliveryFailure::ChainFull]);
-    assert_eq!(env.dead_letters(), 1);
-    assert_eq!(drain(&chain), [0, 1, 2]);
+        let err = chain.send(3u32).unwrap_err();
+        assert_eq!(
+            err,
+            MchainError::Full {
+                message_type: "u32",
+                capacity: 3
+            }
+        );
+        assert!(err.to_string().contains("raise the capacity"));
+        chain.as_mbox().send(4u32);
+        assert_eq!(chain.stats().refused_full, 2);
+        assert_eq!(log.of::<u32>(), [DeliveryFailure::ChainFull]);
+        assert_eq!(env.dead_letters(), 1);
+        assert_eq!(drain(&chain), [0, 1, 2]);
+    });
 }
 
 const ABORT_CHILD: &str = "COHORT_MCHAIN_ABORT_CHILD";
 
 #[test]
 fn overflow_abort_aborts_the_process() {
-    if std::env::var_os(ABORT_CHILD).is_some() {
-        // The child: overflow a chain that aborts.
-        let (_env, chain) = bounded3(Overflow::Abort);
-        for i in 0..4u32 {
-            let _ = chain.send(i);
+    watchdog(TIMEOUT, || {
+        if std::env::var_os(ABORT_CHILD).is_some() {
+            // The child: overflow a chain that aborts.
+            let (_env, chain) = bounded3(Overflow::Abort);
+            for i in 0..4u32 {
+                let _ = chain.send(i);
+            }
+            unreachable!("the fourth send aborts");
         }
-        unreachable!("the fourth send aborts");
-    }
-    if common::under_valgrind() {
-        return; // the child would inherit valgrind's preload without valgrind
-    }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "overflow_abort_aborts_the_process",
-            "--nocapture",
-        ])
-        .env(ABORT_CHILD, "1")
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("Overflow::Abort"), "stderr: {stderr}");
+        if common::under_valgrind() {
+            return; // the child would inherit valgrind's preload without valgrind
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "overflow_abort_aborts_the_process",
+                "--nocapture",
+            ])
+            .env(ABORT_CHILD, "1")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("Overflow::Abort"), "stderr: {stderr}");
+    });
 }
 
 #[test]
 fn wait_on_full_times_out_then_reacts() {
-    let (_env, chain) = {
-        let env = env();
-        let c = env
-            .create_mchain(
-                MchainParams::bounded(1)
-                    .wait_on_full(Duration::from_millis(20))
-                    .on_overflow(Overflow::DropNewest),
-            )
-            .unwrap();
-        (env, c)
-    };
-    chain.send(1u32).unwrap();
-    let t = Instant::now();
-    assert_eq!(chain.send(2u32), Ok(Sent::DroppedNewest));
-    assert!(t.elapsed() >= Duration::from_millis(20));
-    assert_eq!(chain.stats().dropped_newest, 1);
-    assert_eq!(chain.waiters(), 0);
+    watchdog(TIMEOUT, || {
+        let (_env, chain) = {
+            let env = env();
+            let c = env
+                .create_mchain(
+                    MchainParams::bounded(1)
+                        .wait_on_full(Duration::from_millis(20))
+                        .on_overflow(Overflow::DropNewest),
+                )
+                .unwrap();
+            (env, c)
+        };
+        chain.send(1u32).unwrap();
+        let t = Instant::now();
+        assert_eq!(chain.send(2u32), Ok(Sent::DroppedNewest));
+        assert!(t.elapsed() >= Duration::from_millis(20));
+        assert_eq!(chain.stats().dropped_newest, 1);
+        assert_eq!(chain.waiters(), 0);
+    });
 }
 
 #[test]
@@ -159,76 +169,82 @@ fn wait_on_full_goes_on_when_a_receiver_makes_room() {
 
 #[test]
 fn handle_n_and_extract_n_count_unhandled_messages() {
-    let env = env();
-    let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
-    chain.send(1u32).unwrap();
-    chain.send("no handler").unwrap();
-    chain.send(2u32).unwrap();
-    chain.send(3u32).unwrap();
-    let mut h = Handlers::new().on(|_: &u32| {});
-    let r = receive(from(&chain).handle_n(2), &mut h);
-    assert_eq!(
-        r,
-        ReceiveResult {
-            extracted: 3,
-            handled: 2,
-            sent: 0,
-            stop: StopReason::HandleN
-        }
-    );
-    assert_eq!(chain.stats().unhandled, 1);
-    chain.send("again").unwrap();
-    let r = receive(from(&chain).extract_n(1), &mut h);
-    assert_eq!(
-        (r.extracted, r.handled, r.stop),
-        (1, 1, StopReason::ExtractN)
-    );
-    let r = receive(from(&chain).extract_n(1), &mut h);
-    assert_eq!(
-        (r.extracted, r.handled, r.stop),
-        (1, 0, StopReason::ExtractN)
-    );
-    assert_eq!(chain.stats().unhandled, 2);
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
+        chain.send(1u32).unwrap();
+        chain.send("no handler").unwrap();
+        chain.send(2u32).unwrap();
+        chain.send(3u32).unwrap();
+        let mut h = Handlers::new().on(|_: &u32| {});
+        let r = receive(from(&chain).handle_n(2), &mut h);
+        assert_eq!(
+            r,
+            ReceiveResult {
+                extracted: 3,
+                handled: 2,
+                sent: 0,
+                stop: StopReason::HandleN
+            }
+        );
+        assert_eq!(chain.stats().unhandled, 1);
+        chain.send("again").unwrap();
+        let r = receive(from(&chain).extract_n(1), &mut h);
+        assert_eq!(
+            (r.extracted, r.handled, r.stop),
+            (1, 1, StopReason::ExtractN)
+        );
+        let r = receive(from(&chain).extract_n(1), &mut h);
+        assert_eq!(
+            (r.extracted, r.handled, r.stop),
+            (1, 0, StopReason::ExtractN)
+        );
+        assert_eq!(chain.stats().unhandled, 2);
+    });
 }
 
 #[test]
 fn empty_timeout_total_time_and_no_wait() {
-    let env = env();
-    let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
-    let mut h = Handlers::new().on(|_: &u32| {});
-    let t = Instant::now();
-    let r = receive(
-        from(&chain).empty_timeout(Duration::from_millis(15)),
-        &mut h,
-    );
-    assert_eq!((r.extracted, r.stop), (0, StopReason::EmptyTimeout));
-    assert!(t.elapsed() >= Duration::from_millis(15));
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
+        let mut h = Handlers::new().on(|_: &u32| {});
+        let t = Instant::now();
+        let r = receive(
+            from(&chain).empty_timeout(Duration::from_millis(15)),
+            &mut h,
+        );
+        assert_eq!((r.extracted, r.stop), (0, StopReason::EmptyTimeout));
+        assert!(t.elapsed() >= Duration::from_millis(15));
 
-    let t = Instant::now();
-    let r = receive(from(&chain).total_time(Duration::from_millis(15)), &mut h);
-    assert_eq!(r.stop, StopReason::TotalTime);
-    assert!(t.elapsed() >= Duration::from_millis(15));
+        let t = Instant::now();
+        let r = receive(from(&chain).total_time(Duration::from_millis(15)), &mut h);
+        assert_eq!(r.stop, StopReason::TotalTime);
+        assert!(t.elapsed() >= Duration::from_millis(15));
 
-    chain.send(1u32).unwrap();
-    let r = receive(from(&chain).no_wait(), &mut h);
-    assert_eq!((r.handled, r.stop), (1, StopReason::EmptyTimeout));
-    assert_eq!(chain.waiters(), 0);
+        chain.send(1u32).unwrap();
+        let r = receive(from(&chain).no_wait(), &mut h);
+        assert_eq!((r.handled, r.stop), (1, StopReason::EmptyTimeout));
+        assert_eq!(chain.waiters(), 0);
+    });
 }
 
 #[test]
 fn stop_on_is_checked_after_each_message() {
-    let env = env();
-    let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
-    for i in 0..10u32 {
-        chain.send(i).unwrap();
-    }
-    let seen = Cell::new(0u32);
-    let r = receive(
-        from(&chain).stop_on(|| seen.get() == 3),
-        &mut Handlers::new().on(|_: &u32| seen.set(seen.get() + 1)),
-    );
-    assert_eq!((r.handled, r.stop), (3, StopReason::StopOn));
-    assert_eq!(chain.len(), 7);
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
+        for i in 0..10u32 {
+            chain.send(i).unwrap();
+        }
+        let seen = Cell::new(0u32);
+        let r = receive(
+            from(&chain).stop_on(|| seen.get() == 3),
+            &mut Handlers::new().on(|_: &u32| seen.set(seen.get() + 1)),
+        );
+        assert_eq!((r.handled, r.stop), (3, StopReason::StopOn));
+        assert_eq!(chain.len(), 7);
+    });
 }
 
 #[test]
@@ -284,65 +300,71 @@ fn close_drop_content_counts_and_wakes_a_blocked_sender() {
 
 #[test]
 fn sending_to_a_closed_chain_is_an_error_or_a_dead_letter() {
-    let (builder, log) = DeadLetters::builder();
-    let env = builder.start().unwrap();
-    let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
-    chain.close_retain_content();
-    let err = chain.send(1u32).unwrap_err();
-    assert_eq!(
-        err,
-        MchainError::Closed {
-            message_type: "u32"
-        }
-    );
-    assert!(err.to_string().contains("closed"));
-    assert_eq!(
-        chain.send_mut(vec![1u8]).unwrap_err(),
-        MchainError::Closed {
-            message_type: std::any::type_name::<cohort::Mutable<Vec<u8>>>()
-        }
-    );
-    chain.as_mbox().send(2u32);
-    assert_eq!(log.of::<u32>(), [DeliveryFailure::ChainClosed]);
-    assert_eq!(chain.stats().refused_closed, 3);
+    watchdog(TIMEOUT, || {
+        let (builder, log) = DeadLetters::builder();
+        let env = builder.start().unwrap();
+        let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
+        chain.close_retain_content();
+        let err = chain.send(1u32).unwrap_err();
+        assert_eq!(
+            err,
+            MchainError::Closed {
+                message_type: "u32"
+            }
+        );
+        assert!(err.to_string().contains("closed"));
+        assert_eq!(
+            chain.send_mut(vec![1u8]).unwrap_err(),
+            MchainError::Closed {
+                message_type: std::any::type_name::<cohort::Mutable<Vec<u8>>>()
+            }
+        );
+        chain.as_mbox().send(2u32);
+        assert_eq!(log.of::<u32>(), [DeliveryFailure::ChainClosed]);
+        assert_eq!(chain.stats().refused_closed, 3);
+    });
 }
 
 #[test]
 fn bad_parameters_are_typed_errors() {
-    let env = env();
-    let e = env.create_mchain(MchainParams::bounded(0)).unwrap_err();
-    assert_eq!(e, MchainError::ZeroCapacity);
-    assert!(e.to_string().contains("at least 1"));
-    let e = env
-        .create_mchain(MchainParams::unbounded().preallocated())
-        .unwrap_err();
-    assert_eq!(e, MchainError::PreallocatedUnbounded);
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let e = env.create_mchain(MchainParams::bounded(0)).unwrap_err();
+        assert_eq!(e, MchainError::ZeroCapacity);
+        assert!(e.to_string().contains("at least 1"));
+        let e = env
+            .create_mchain(MchainParams::unbounded().preallocated())
+            .unwrap_err();
+        assert_eq!(e, MchainError::PreallocatedUnbounded);
+    });
 }
 
 #[test]
 fn select_serves_a_busy_chain_and_a_quiet_one_in_turn() {
-    let env = env();
-    let busy = env.create_mchain(MchainParams::unbounded()).unwrap();
-    let quiet = env.create_mchain(MchainParams::unbounded()).unwrap();
-    for i in 0..1000u32 {
-        busy.send(i).unwrap();
-    }
-    for i in 0..10u32 {
-        quiet.send(i).unwrap();
-    }
-    let (b, q) = (Cell::new(0), Cell::new(0));
-    let r = select(
-        from_all().stop_on(|| q.get() == 10),
-        &mut [
-            receive_case(&busy, Handlers::new().on(|_: &u32| b.set(b.get() + 1))),
-            receive_case(&quiet, Handlers::new().on(|_: &u32| q.set(q.get() + 1))),
-        ],
-    );
-    assert_eq!(r.stop, StopReason::StopOn);
-    // Strict alternation: the busy chain got at most one more turn than the quiet one.
-    assert!(b.get() <= 11, "busy chain served {} times", b.get());
-    assert_eq!(r.handled, b.get() + 10);
-    assert_eq!(busy.len(), 1000 - b.get());
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let busy = env.create_mchain(MchainParams::unbounded()).unwrap();
+        let quiet = env.create_mchain(MchainParams::unbounded()).unwrap();
+        for i in 0..1000u32 {
+            busy.send(i).unwrap();
+        }
+        for i in 0..10u32 {
+            quiet.send(i).unwrap();
+        }
+        let (b, q) = (Cell::new(0), Cell::new(0));
+        let r = select(
+            from_all().stop_on(|| q.get() == 10),
+            &mut [
+                receive_case(&busy, Handlers::new().on(|_: &u32| b.set(b.get() + 1))),
+                receive_case(&quiet, Handlers::new().on(|_: &u32| q.set(q.get() + 1))),
+            ],
+        );
+        assert_eq!(r.stop, StopReason::StopOn);
+        // Strict alternation: the busy chain got at most one more turn than the quiet one.
+        assert!(b.get() <= 11, "busy chain served {} times", b.get());
+        assert_eq!(r.handled, b.get() + 10);
+        assert_eq!(busy.len(), 1000 - b.get());
+    });
 }
 
 #[test]
@@ -455,38 +477,42 @@ fn agents_send_to_a_chain_through_its_mbox() {
 
 #[test]
 fn a_second_handler_for_a_type_replaces_the_first() {
-    let env = env();
-    let chain = env
-        .create_mchain(MchainParams::bounded(4).preallocated().name("pre"))
-        .unwrap();
-    assert_eq!(chain.capacity(), Some(4));
-    assert!(format!("{chain:?}").contains("pre"));
-    chain.send(1u32).unwrap();
-    let (first, second) = (Cell::new(0), Cell::new(0));
-    let r = receive(
-        from(&chain).no_wait(),
-        &mut Handlers::new()
-            .on(|_: &u32| first.set(first.get() + 1))
-            .on(|_: &u32| second.set(second.get() + 1)),
-    );
-    assert_eq!(r.handled, 1);
-    assert_eq!((first.get(), second.get()), (0, 1));
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let chain = env
+            .create_mchain(MchainParams::bounded(4).preallocated().name("pre"))
+            .unwrap();
+        assert_eq!(chain.capacity(), Some(4));
+        assert!(format!("{chain:?}").contains("pre"));
+        chain.send(1u32).unwrap();
+        let (first, second) = (Cell::new(0), Cell::new(0));
+        let r = receive(
+            from(&chain).no_wait(),
+            &mut Handlers::new()
+                .on(|_: &u32| first.set(first.get() + 1))
+                .on(|_: &u32| second.set(second.get() + 1)),
+        );
+        assert_eq!(r.handled, 1);
+        assert_eq!((first.get(), second.get()), (0, 1));
+    });
 }
 
 #[test]
 fn mutable_and_immutable_messages_of_one_type_are_distinct() {
-    let env = env();
-    let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
-    chain.send(1u32).unwrap();
-    chain.send_mut(2u32).unwrap();
-    let mut got = Vec::new();
-    let r = receive(
-        from(&chain).no_wait(),
-        &mut Handlers::new().on_mut(|n: u32| got.push(n)),
-    );
-    assert_eq!((r.extracted, r.handled), (2, 1));
-    assert_eq!(got, [2]);
-    assert_eq!(chain.stats().unhandled, 1);
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
+        chain.send(1u32).unwrap();
+        chain.send_mut(2u32).unwrap();
+        let mut got = Vec::new();
+        let r = receive(
+            from(&chain).no_wait(),
+            &mut Handlers::new().on_mut(|n: u32| got.push(n)),
+        );
+        assert_eq!((r.extracted, r.handled), (2, 1));
+        assert_eq!(got, [2]);
+        assert_eq!(chain.stats().unhandled, 1);
+    });
 }
 
 #[test]
@@ -529,14 +555,16 @@ fn select_is_not_starved_by_a_chain_that_is_always_full() {
 
 #[test]
 fn a_request_dropped_by_overflow_fails_as_receiver_gone() {
-    let (_env, chain) = bounded3(Overflow::DropNewest);
-    for i in 0..3u32 {
-        chain.send(i).unwrap();
-    }
-    let pending = chain.as_mbox().request::<u8, u8>(1);
-    assert_eq!(
-        pending.wait(Duration::from_secs(5)),
-        Err(cohort::RequestError::ReceiverGone)
-    );
-    assert_eq!(chain.stats().dropped_newest, 1);
+    watchdog(TIMEOUT, || {
+        let (_env, chain) = bounded3(Overflow::DropNewest);
+        for i in 0..3u32 {
+            chain.send(i).unwrap();
+        }
+        let pending = chain.as_mbox().request::<u8, u8>(1);
+        assert_eq!(
+            pending.wait(Duration::from_secs(5)),
+            Err(cohort::RequestError::ReceiverGone)
+        );
+        assert_eq!(chain.stats().dropped_newest, 1);
+    });
 }

@@ -285,21 +285,23 @@ fn agent_awaits_another_agent_s_reply_as_a_future() {
 
 #[test]
 fn dead_letter_hook_sees_undeliverable_requests() {
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let s = seen.clone();
-    let env = Environment::builder()
-        .dead_letter_hook(move |d: &DeadLetter| s.lock().unwrap().push(d.message_type))
-        .start()
-        .unwrap();
-    let r = env
-        .named_mbox("none")
-        .request::<u8, u8>(1)
-        .wait(Duration::from_secs(5));
-    assert_eq!(r, Err(RequestError::NoHandler));
-    assert_eq!(
-        *seen.lock().unwrap(),
-        [std::any::type_name::<Request<u8, u8>>()]
-    );
+    watchdog(TIMEOUT, || {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let env = Environment::builder()
+            .dead_letter_hook(move |d: &DeadLetter| s.lock().unwrap().push(d.message_type))
+            .start()
+            .unwrap();
+        let r = env
+            .named_mbox("none")
+            .request::<u8, u8>(1)
+            .wait(Duration::from_secs(5));
+        assert_eq!(r, Err(RequestError::NoHandler));
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [std::any::type_name::<Request<u8, u8>>()]
+        );
+    });
 }
 
 #[test]
