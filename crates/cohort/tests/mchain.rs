@@ -5,7 +5,7 @@ mod common;
 
 use cohort::mchain::{
     Handlers, MchainError, MchainParams, Overflow, ReceiveResult, Sent, StopReason, from, from_all,
-    receive, receive_case, select, send_case,
+    receive, receive_case, select, send_case, send_case_mut,
 };
 use cohort::{Agent, Context, DefineError, DeliveryFailure, Environment, Mbox, WrappedEnv};
 use common::{DeadLetters, TIMEOUT, count, wait_until, watchdog};
@@ -566,5 +566,29 @@ fn a_request_dropped_by_overflow_fails_as_receiver_gone() {
             Err(cohort::RequestError::ReceiverGone)
         );
         assert_eq!(chain.stats().dropped_newest, 1);
+    });
+}
+
+#[test]
+fn select_send_cases_carry_mutable_messages() {
+    watchdog(TIMEOUT, || {
+        let env = env();
+        let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
+        let r = select(
+            from_all(),
+            &mut [
+                send_case_mut(&chain, vec![1u8, 2], || {}),
+                send_case(&chain, 3u8, || {}),
+            ],
+        );
+        assert_eq!((r.sent, r.stop), (2, StopReason::Closed));
+        let got = std::cell::RefCell::new(Vec::new());
+        receive(
+            from(&chain).no_wait(),
+            &mut Handlers::new()
+                .on_mut(|v: Vec<u8>| got.borrow_mut().extend(v))
+                .on(|n: &u8| got.borrow_mut().push(*n)),
+        );
+        assert_eq!(*got.borrow(), [1, 2, 3]);
     });
 }

@@ -28,5 +28,5 @@ pub use handlers::Handlers;
 pub use params::{MchainParams, Overflow};
 pub use receive::{
     AllChains, Case, ReceiveParams, ReceiveResult, StopReason, from, from_all, receive,
-    receive_case, select, send_case,
+    receive_case, select, send_case, send_case_mut,
 };

@@ -151,11 +151,25 @@ pub fn send_case<'a, M: Send + Sync + 'static>(
     msg: M,
     on_sent: impl FnOnce() + 'a,
 ) -> Case<'a> {
+    send_any(chain, AnyMessage::new(msg), Box::new(on_sent))
+}
+
+/// Like [`send_case`], with a mutable message (handled by value by
+/// [`Handlers::on_mut`](crate::mchain::Handlers::on_mut)).
+pub fn send_case_mut<'a, M: Send + 'static>(
+    chain: &Mchain,
+    msg: M,
+    on_sent: impl FnOnce() + 'a,
+) -> Case<'a> {
+    send_any(chain, AnyMessage::new_mut(msg), Box::new(on_sent))
+}
+
+fn send_any<'a>(chain: &Mchain, msg: AnyMessage, on_sent: Box<dyn FnOnce() + 'a>) -> Case<'a> {
     Case {
         chain: chain.clone(),
         kind: CaseKind::Send {
-            msg: Some(AnyMessage::new(msg)),
-            on_sent: Some(Box::new(on_sent)),
+            msg: Some(msg),
+            on_sent: Some(on_sent),
         },
     }
 }
