@@ -12,6 +12,43 @@
 //! - Close with [`Mchain::close_retain_content`] or [`Mchain::close_drop_content`]: waiting
 //!   receivers wake ([`StopReason::Closed`] once drained), waiting senders fail.
 //!
+//! An agent reporting to a plain thread through a bounded chain:
+//!
+//! ```
+//! use cohort::mchain::{from, receive, Handlers, MchainParams, Overflow, StopReason};
+//! use cohort::{Agent, Context, DefineError, Mbox};
+//! use std::time::Duration;
+//!
+//! struct Square { results: Mbox }
+//! impl Agent for Square {
+//!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+//!         ctx.on(|me: &mut Self, n: &u64, _: &mut Context<'_, Self>| me.results.send(n * n))?;
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let env = cohort::Environment::builder().start().unwrap();
+//! let results = env
+//!     .create_mchain(
+//!         MchainParams::bounded(16)
+//!             .wait_on_full(Duration::from_secs(1))
+//!             .on_overflow(Overflow::Error),
+//!     )
+//!     .unwrap();
+//! let mut coop = env.new_coop();
+//! let square = coop.add(Square { results: results.as_mbox() }).mbox();
+//! env.register_coop(coop).unwrap();
+//! for n in 1..=4u64 {
+//!     square.send(n);
+//! }
+//! let mut sum = 0;
+//! let r = receive(
+//!     from(&results).handle_n(4).empty_timeout(Duration::from_secs(5)),
+//!     &mut Handlers::new().on(|sq: &u64| sum += sq),
+//! );
+//! assert_eq!((r.stop, sum), (StopReason::HandleN, 1 + 4 + 9 + 16));
+//! ```
+//!
 //! The chain is a `VecDeque` under a `std::sync::Mutex`; waiting threads sleep on a
 //! `Condvar` of their own that every chain they wait on signals (see `notify.rs`).
 
