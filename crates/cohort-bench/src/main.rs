@@ -18,8 +18,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use machine::Machine;
 use report::{Format, Record};
 use scenarios::{
-    Dispatcher, FifoArg, Placement, counting_actor, fan_out, parallel_thread_ring, ping_pong,
-    producer_consumer, self_send, skynet, state_switch, thread_ring, timers,
+    Dispatcher, FifoArg, Placement, chains, counting_actor, fan_out, parallel_thread_ring,
+    ping_pong, producer_consumer, self_send, skynet, state_switch, thread_ring, timers,
 };
 use serde_json::{Map, Value, json};
 
@@ -87,6 +87,10 @@ enum Command {
     /// Many delayed sends scheduled and fired (time, memory per timer), and the CPU cost of
     /// one 1 ms periodic timer (SObjectizer issue #97).
     Timers(TimersArgs),
+    /// Request/reply round trips from a plain thread to an agent (latency percentiles).
+    RequestReply(RequestReplyArgs),
+    /// Integers thread -> agent -> message chain -> thread.
+    ChainThroughput(ChainThroughputArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -276,6 +280,12 @@ fn main() {
             }
         },
         Command::Timers(a) => timers_records(&a, cli.common.runs.unwrap_or(3), &machine),
+        Command::RequestReply(a) => {
+            request_reply_records(&a, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::ChainThroughput(a) => {
+            chain_throughput_records(&a, cli.common.runs.unwrap_or(5), &machine)
+        }
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -299,6 +309,8 @@ enum Step {
     NamedPingPong(NamedPingPongArgs),
     StateSwitch(StateSwitchArgs),
     Timers(TimersArgs),
+    RequestReply(RequestReplyArgs),
+    ChainThroughput(ChainThroughputArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -454,6 +466,25 @@ fn quick_plan() -> Vec<Step> {
         }));
     }
     plan.push(timers_step(100_000, 200, 1000));
+    plan.extend(chain_steps(20_000, 200_000));
+    plan
+}
+
+/// Request/reply and chain throughput (unbounded, and bounded to 1,024), on one thread.
+fn chain_steps(requests: u64, messages: u64) -> Vec<Step> {
+    let placement = Placement::of(Dispatcher::OneThread);
+    let mut plan = vec![Step::RequestReply(RequestReplyArgs {
+        count: requests,
+        spin_us: None,
+        placement,
+    })];
+    for capacity in [0, 1024] {
+        plan.push(Step::ChainThroughput(ChainThroughputArgs {
+            count: messages,
+            capacity,
+            placement,
+        }));
+    }
     plan
 }
 
@@ -519,6 +550,7 @@ fn full_plan() -> Vec<Step> {
     ];
     plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
     plan.push(timers_step(1_000_000, 1000, 3000));
+    plan.extend(chain_steps(200_000, 2_000_000));
     plan
 }
 
@@ -578,6 +610,14 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::StateSwitch(a) => {
                 bar.set_message("state-switch");
                 out.extend(state_switch_records(a, runs, machine));
+            }
+            Step::RequestReply(a) => {
+                bar.set_message(format!("request-reply {}", a.placement.label()));
+                out.extend(request_reply_records(a, runs, machine));
+            }
+            Step::ChainThroughput(a) => {
+                bar.set_message(format!("chain-throughput {}", a.placement.label()));
+                out.extend(chain_throughput_records(a, runs, machine));
             }
         }
         bar.inc(1);
@@ -934,6 +974,47 @@ fn state_switch_records(a: &StateSwitchArgs, runs: usize, machine: &Machine) -> 
     })
 }
 
+#[derive(Args, Clone)]
+struct RequestReplyArgs {
+    /// Requests, sent one at a time.
+    #[arg(long, default_value_t = 200_000)]
+    count: u64,
+    /// Microseconds the waiting thread polls for a reply before it sleeps (default:
+    /// cohort's `defaults::REPLY_SPIN`).
+    #[arg(long)]
+    spin_us: Option<u64>,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+fn request_reply_records(a: &RequestReplyArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let spin = a.spin_us.map(std::time::Duration::from_micros);
+    let variant = match a.spin_us {
+        None => format!("{}, plain thread -> agent", a.placement.label()),
+        Some(us) => format!(
+            "{}, plain thread -> agent, spin {us} us",
+            a.placement.label()
+        ),
+    };
+    let p = params(merge(
+        json!({ "count": a.count, "spin_us": a.spin_us }),
+        a.placement.params(),
+    ));
+    sampled("request-reply", &variant, &p, runs, machine, || {
+        let o = chains::request_reply_once(a.count, spin, a.placement)?;
+        let q = |q: f64| o.latency.value_at_quantile(q) as f64;
+        Ok(vec![
+            (
+                "round_trips_per_s",
+                o.count as f64 / o.elapsed.as_secs_f64(),
+            ),
+            ("latency_ns_p50", q(0.5)),
+            ("latency_ns_p99", q(0.99)),
+            ("latency_ns_p999", q(0.999)),
+        ])
+    })
+}
+
 /// The timers scenario on both queues: `count` timers due over [delay, 2 delay), and the 1 ms
 /// periodic timer for `periodic_ms`.
 fn timers_step(count: u64, delay_ms: u64, periodic_ms: u64) -> Step {
@@ -1041,4 +1122,42 @@ fn group<'a>(samples: &[(&'a str, f64)]) -> Vec<(&'a str, Vec<f64>)> {
         }
     }
     out
+}
+
+#[derive(Args, Clone)]
+struct ChainThroughputArgs {
+    /// Messages.
+    #[arg(long, default_value_t = 2_000_000)]
+    count: u64,
+    /// Capacity of the chain (0: unbounded); a full bounded chain makes the agent wait.
+    #[arg(long, default_value_t = 0)]
+    capacity: usize,
+    #[command(flatten)]
+    placement: Placement,
+}
+
+fn chain_throughput_records(
+    a: &ChainThroughputArgs,
+    runs: usize,
+    machine: &Machine,
+) -> Vec<Record> {
+    let chain = match a.capacity {
+        0 => "unbounded chain".to_string(),
+        c => format!("chain bounded to {c}"),
+    };
+    let variant = format!(
+        "{}, thread -> agent -> {chain} -> thread",
+        a.placement.label()
+    );
+    let p = params(merge(
+        json!({ "count": a.count, "capacity": a.capacity }),
+        a.placement.params(),
+    ));
+    sampled("chain-throughput", &variant, &p, runs, machine, || {
+        let elapsed = chains::chain_throughput_once(a.count, a.capacity, a.placement)?;
+        Ok(vec![
+            ("messages_per_s", a.count as f64 / elapsed.as_secs_f64()),
+            ("elapsed_s", elapsed.as_secs_f64()),
+        ])
+    })
 }

@@ -221,6 +221,43 @@ impl<'a, A: Agent> Context<'a, A> {
         Ok(())
     }
 
+    /// Answers requests of type `Req` ([`Mbox::request`]) sent to the agent's direct mailbox:
+    /// the handler's result is the reply. (It subscribes to
+    /// [`Request<Req, Reply>`](crate::Request); a handler wanting to reply later can
+    /// subscribe to that message with [`Context::on`] and call `reply` itself.)
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError};
+    /// use std::time::Duration;
+    ///
+    /// struct Len;
+    /// impl Agent for Len {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.on_request(|_: &mut Self, s: &String, _: &mut Context<'_, Self>| s.len())?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let mut coop = env.new_coop();
+    /// let len = coop.add(Len).mbox();
+    /// env.register_coop(coop).unwrap();
+    /// let pending = len.request::<String, usize>("abc".into());
+    /// assert_eq!(pending.wait(Duration::from_secs(5)), Ok(3));
+    /// ```
+    pub fn on_request<Req, Reply, F>(&mut self, mut handler: F) -> Result<(), SubscribeError>
+    where
+        Req: Send + Sync + 'static,
+        Reply: Send + 'static,
+        F: for<'c> FnMut(&mut A, &Req, &mut Context<'c, A>) -> Reply + Send + 'static,
+    {
+        self.on(
+            move |agent: &mut A, r: &crate::Request<Req, Reply>, ctx: &mut Context<'_, A>| {
+                r.reply(handler(agent, r.payload(), ctx));
+            },
+        )
+    }
+
     /// Subscribes `handler` to mutable messages of type `M` (sent with
     /// [`Mbox::send_mut`]): the handler takes the message by value.
     pub fn on_mut<M, F>(&mut self, handler: F) -> Result<(), SubscribeError>

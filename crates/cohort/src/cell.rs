@@ -139,6 +139,8 @@ impl Header {
     #[cold]
     pub(crate) fn dead_letter(&self, msg: Envelope, why: DeliveryFailure) {
         self.env.dead_letter(msg.type_name(), why);
+        // A request inside learns why it goes unanswered.
+        crate::request::drop_with_reason(msg, why);
     }
 }
 

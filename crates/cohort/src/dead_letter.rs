@@ -18,6 +18,11 @@ pub enum DeliveryFailure {
     /// The receiver's `transfer_to_state` subscriptions send this message from state to
     /// state without end (more than `defaults::MAX_STATE_TRANSFERS` transfers).
     TransferLoop,
+    /// The message chain it was sent to (through its mailbox) is closed.
+    ChainClosed,
+    /// The message chain it was sent to (through its mailbox) is full and refuses more
+    /// ([`Overflow::Error`](crate::mchain::Overflow::Error)).
+    ChainFull,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -32,6 +37,8 @@ impl fmt::Display for DeliveryFailure {
             DeliveryFailure::TransferLoop => {
                 "the receiver's transfer_to_state subscriptions loop for this message type"
             }
+            DeliveryFailure::ChainClosed => "the message chain is closed",
+            DeliveryFailure::ChainFull => "the message chain is full",
         })
     }
 }

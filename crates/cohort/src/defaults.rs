@@ -74,3 +74,21 @@ pub const TIMER_QUEUE: crate::timer::TimerQueue = crate::timer::TimerQueue::Whee
 /// wheel sorts: 1 ms keeps a slot's worth of timers small for the usual delays (milliseconds
 /// to seconds) while six levels of 64 slots span 2.2 years.
 pub const TIMER_WHEEL_TICK: std::time::Duration = std::time::Duration::from_millis(1);
+/// What a full bounded message chain does when its parameters say nothing: refuse the send
+/// with a typed error ([`MchainError::Full`](crate::mchain::MchainError::Full)), the reaction
+/// that loses nothing silently and makes the sender decide.
+pub const MCHAIN_OVERFLOW: crate::mchain::Overflow = crate::mchain::Overflow::Error;
+
+/// How long [`PendingReply::wait`](crate::PendingReply::wait) polls for the reply before it
+/// sleeps on its condition variable: zero. Measured on the reference 2-vCPU VM on
+/// 2026-11-22 with `cohort-bench request-reply --count 20000 --spin-us 0|20`, five interleaved
+/// pairs at each load:
+/// - Heavily loaded (load average 7 to 15): sleeping at once gave a 12 µs median round trip.
+///   Polling for 20 µs gave 76 µs, because the polling requester takes a core from the worker
+///   that must reply.
+/// - Lightly loaded (load average 4): the medians were 0.56 µs and 0.48 µs, and the p99
+///   values 62 µs and 78 µs.
+///
+/// Zero loses little when cores are idle and a lot less when they are not. Raise it with
+/// [`PendingReply::spin`](crate::PendingReply::spin) on machines with cores to spare.
+pub const REPLY_SPIN: std::time::Duration = std::time::Duration::ZERO;

@@ -626,6 +626,34 @@ impl Environment {
         self.0.stop_stats()
     }
 
+    /// Creates a message chain (see [`crate::mchain`]). Sends through its mailbox that it
+    /// refuses (closed, or full with `Overflow::Error`) count as this environment's dead
+    /// letters.
+    ///
+    /// Errors: [`MchainError::ZeroCapacity`](crate::mchain::MchainError::ZeroCapacity) for
+    /// `bounded(0)`, [`MchainError::PreallocatedUnbounded`](crate::mchain::MchainError::PreallocatedUnbounded)
+    /// for `unbounded().preallocated()`.
+    ///
+    /// ```
+    /// use cohort::mchain::{MchainError, MchainParams, Overflow, Sent};
+    ///
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let chain = env
+    ///     .create_mchain(MchainParams::bounded(2).on_overflow(Overflow::DropNewest))
+    ///     .unwrap();
+    /// assert_eq!(chain.send(1u8), Ok(Sent::Queued));
+    /// assert_eq!(chain.send(2u8), Ok(Sent::Queued));
+    /// assert_eq!(chain.send(3u8), Ok(Sent::DroppedNewest));
+    /// assert_eq!(chain.stats().dropped_newest, 1);
+    /// assert_eq!(env.create_mchain(MchainParams::bounded(0)).unwrap_err(), MchainError::ZeroCapacity);
+    /// ```
+    pub fn create_mchain(
+        &self,
+        params: crate::mchain::MchainParams,
+    ) -> Result<crate::mchain::Mchain, crate::mchain::MchainError> {
+        crate::mchain::Mchain::new(params, Arc::downgrade(&self.0))
+    }
+
     /// Creates a `one_thread` dispatcher with default parameters (see [`OneThreadBuilder`]).
     pub fn one_thread(&self, name: &str) -> Result<DispatcherHandle, DispatcherError> {
         OneThreadBuilder::new().name(name).build(self)

@@ -134,7 +134,8 @@ impl NamedMbox {
         };
         if groups.is_empty() {
             drop(subs);
-            return self.no_subscriber(std::any::type_name::<M>());
+            self.no_subscriber(std::any::type_name::<M>());
+            return crate::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber);
         }
         let envelope = if is_inline::<M>() && !std::mem::needs_drop::<M>() {
             Envelope::immutable(msg)
@@ -153,7 +154,8 @@ impl NamedMbox {
         };
         if groups.is_empty() {
             drop(subs);
-            return self.no_subscriber(msg.type_name());
+            self.no_subscriber(msg.type_name());
+            return crate::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber);
         }
         push_to_groups(groups, msg.into_shareable())
     }

@@ -1,5 +1,6 @@
 //! The benchmark scenarios, one module each, and where their agents run.
 
+pub mod chains;
 pub mod counting_actor;
 pub mod fan_out;
 pub mod parallel_thread_ring;
