@@ -9,11 +9,13 @@
 use crate::agent::{Agent, Context};
 use crate::coop::{CoopInner, DeregReason};
 use crate::env::EnvShared;
+use crate::limits::MessageLimits;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
 use crate::panic::PanicReaction;
 use crate::queue::EventQueue;
 use crate::subscription::Subscriptions;
+use crate::trace::{self, TraceStep};
 use std::any::Any;
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
@@ -48,6 +50,10 @@ pub(crate) struct Header {
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
     /// only after observing `ACTIVE` or later (acquire).
     queue: UnsafeCell<Option<Arc<EventQueue>>>,
+    /// The agent has message limits (kept by the environment, keyed by the cell's address,
+    /// so that a cell without limits stays small): set in `define` (before the status leaves
+    /// `NEW`, like `queue`), read-only after.
+    limited: UnsafeCell<bool>,
     pub(crate) env: Arc<EnvShared>,
 }
 
@@ -59,6 +65,7 @@ impl Header {
             panic_reaction: UnsafeCell::new(None),
             agent_dropped: UnsafeCell::new(false),
             queue: UnsafeCell::new(None),
+            limited: UnsafeCell::new(false),
             env,
         }
     }
@@ -150,6 +157,10 @@ pub(crate) struct AgentCell<B: ?Sized + ErasedBody> {
 
 impl<B: ?Sized + ErasedBody> Drop for AgentCell<B> {
     fn drop(&mut self) {
+        if *self.header.limited.get_mut() {
+            let addr = (self as *const Self).cast::<()>() as usize;
+            self.header.env.remove_limits(addr);
+        }
         // An agent that never finished (its cooperation was never registered, or its
         // registration failed) still holds its value.
         if !*self.header.agent_dropped.get_mut() {
@@ -160,6 +171,37 @@ impl<B: ?Sized + ErasedBody> Drop for AgentCell<B> {
 }
 
 impl DynCell {
+    /// The agent's message limits, if it declared any.
+    #[inline(always)]
+    pub(crate) fn limits(&self) -> Option<&MessageLimits> {
+        // SAFETY: written only in `define`, on the registering thread, before the status
+        // leaves `NEW` (release); senders read it after observing `ACTIVE` (acquire), the
+        // registering thread and the agent's worker after that write.
+        if unsafe { *self.header.limited.get() } {
+            self.limits_slow()
+        } else {
+            None
+        }
+    }
+
+    #[inline(never)]
+    fn limits_slow(&self) -> Option<&MessageLimits> {
+        let ptr = self.header.env.limits_of(self.mbox_id().0)?;
+        // SAFETY: the environment keeps the limits boxed until this cell is dropped (see
+        // `Drop for AgentCell`), and `&self` keeps the cell alive.
+        Some(unsafe { &*ptr })
+    }
+
+    /// Sets the agent's message limits.
+    ///
+    /// # Safety
+    /// Called by the registering thread, in `define`, while the status is `NEW`.
+    pub(crate) unsafe fn set_limits(&self, limits: MessageLimits) {
+        self.header.env.set_limits(self.mbox_id().0, limits);
+        // SAFETY: nobody else reads the flag before the status leaves `NEW` (caller).
+        unsafe { *self.header.limited.get() = true }
+    }
+
     /// Drops the agent value now (its cooperation will never run it): breaks the cycles that
     /// mailboxes held by agents form (an agent holding its own or a peer's mailbox).
     ///
@@ -250,6 +292,10 @@ pub(crate) struct AgentRef {
 }
 
 const OWNED: usize = 1;
+/// The message was counted by one of the agent's message limits when queued (bit 1 of the
+/// mailbox id, free like bit 0).
+const COUNTED: usize = 2;
+const FLAGS: usize = OWNED | COUNTED;
 
 // SAFETY: a `DynCell` is `Sync`; an owned ref is an `Arc`, a borrowed one never leaves the
 // thread that runs the agent's queue.
@@ -263,7 +309,7 @@ impl AgentRef {
     /// until its cooperation releases it, which happens after this demand runs.
     #[inline]
     pub(crate) unsafe fn borrowed(cell: &Arc<DynCell>, mbox: MboxId) -> Self {
-        debug_assert_eq!(mbox.0 & OWNED, 0);
+        debug_assert_eq!(mbox.0 & FLAGS, 0);
         Self {
             ptr: NonNull::from(&**cell),
             mbox_and_owned: mbox.0,
@@ -276,7 +322,7 @@ impl AgentRef {
     /// As for [`AgentRef::borrowed`].
     #[inline]
     pub(crate) unsafe fn borrowed_ptr(cell: NonNull<DynCell>, mbox: MboxId) -> Self {
-        debug_assert_eq!(mbox.0 & OWNED, 0);
+        debug_assert_eq!(mbox.0 & FLAGS, 0);
         Self {
             ptr: cell,
             mbox_and_owned: mbox.0,
@@ -286,13 +332,35 @@ impl AgentRef {
     /// An owned reference (one strong count).
     #[inline]
     pub(crate) fn owned(cell: Arc<DynCell>, mbox: MboxId) -> Self {
-        debug_assert_eq!(mbox.0 & OWNED, 0);
+        debug_assert_eq!(mbox.0 & FLAGS, 0);
         // SAFETY: `Arc::into_raw` never returns null.
         let ptr = unsafe { NonNull::new_unchecked(Arc::into_raw(cell) as *mut DynCell) };
         Self {
             ptr,
             mbox_and_owned: mbox.0 | OWNED,
         }
+    }
+
+    /// Marks the message as counted by a message limit (when `counted`).
+    #[inline(always)]
+    pub(crate) fn counted(mut self, counted: bool) -> Self {
+        self.mbox_and_owned |= usize::from(counted) << 1;
+        self
+    }
+
+    /// Counts a message out of its message limit, if it was counted in.
+    #[inline(always)]
+    fn release_limit(&self, msg: &Envelope) {
+        if self.mbox_and_owned & COUNTED != 0 {
+            // SAFETY: the cell is alive while this reference exists (see constructors).
+            release_limit(unsafe { self.ptr.as_ref() }, msg)
+        }
+    }
+
+    /// Counts a demand that will never run as undelivered.
+    pub(crate) fn reject(self, msg: Envelope, why: DeliveryFailure) {
+        self.release_limit(&msg);
+        self.header().dead_letter(msg, why)
     }
 
     #[inline]
@@ -304,7 +372,8 @@ impl AgentRef {
     /// Runs a message on the agent. Called by the thread that runs the agent's queue.
     #[inline]
     pub(crate) fn handle(self, msg: Envelope) {
-        let mbox = MboxId(self.mbox_and_owned & !OWNED);
+        self.release_limit(&msg);
+        let mbox = MboxId(self.mbox_and_owned & !FLAGS);
         // SAFETY: demands run on the thread that runs the agent's queue, one at a time, and
         // the cell is alive (constructors).
         unsafe { self.ptr.as_ref().body() }.handle(self.ptr, mbox, msg);
@@ -318,6 +387,13 @@ impl Drop for AgentRef {
             // SAFETY: an owned ref holds one strong count taken by `Arc::into_raw`.
             unsafe { drop(Arc::from_raw(self.ptr.as_ptr() as *const DynCell)) }
         }
+    }
+}
+
+#[inline(never)]
+fn release_limit(cell: &DynCell, msg: &Envelope) {
+    if let Some(limits) = cell.limits() {
+        limits.release(msg.key());
     }
 }
 
@@ -360,6 +436,26 @@ pub(crate) struct AgentBody<A: Agent> {
 unsafe impl<A: Agent> Send for AgentBody<A> {}
 
 impl<A: Agent> AgentBody<A> {
+    #[cold]
+    fn trace_handled(
+        &self,
+        header: &Header,
+        this: NonNull<DynCell>,
+        mbox: MboxId,
+        message_type: &'static str,
+    ) {
+        // SAFETY: the cell is alive while its demands run.
+        let agent = unsafe { this.as_ref() }.mbox_id();
+        let name = self.agent.name();
+        header.env.trace(&trace::TraceEvent {
+            step: TraceStep::Handled,
+            message_type,
+            mbox: Some(mbox),
+            agent: Some(agent),
+            agent_name: Some(&name),
+        });
+    }
+
     #[cold]
     fn on_panic(&mut self, this: NonNull<DynCell>, during: &str, payload: Box<dyn Any + Send>) {
         // SAFETY: the cell is alive while its demands run.
@@ -420,6 +516,9 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             return header.dead_letter(msg, DeliveryFailure::NoHandler);
         };
         let type_name = msg.type_name_fn();
+        if trace::on() {
+            self.trace_handled(header, this, mbox, type_name());
+        }
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));

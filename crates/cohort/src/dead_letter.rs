@@ -15,6 +15,18 @@ pub enum DeliveryFailure {
     NoHandler,
     /// Nobody is subscribed to this message type on the multi-consumer mailbox it was sent to.
     NoSubscriber,
+    /// The receiver's message limit for this type was reached (the `drop` action).
+    LimitReached,
+    /// Message limits redirected (or transformed) it more than
+    /// [`MAX_REDIRECT_DEPTH`](crate::defaults::MAX_REDIRECT_DEPTH) times: a redirect loop.
+    RedirectLoop,
+    /// A mutable message was redirected by a message limit to a multi-consumer mailbox
+    /// with several subscribers.
+    MutableToMultiConsumer,
+    /// A message limit's transform function panicked.
+    TransformPanicked,
+    /// A subscriber's delivery filter panicked (the message is not delivered to it).
+    FilterPanicked,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -26,6 +38,17 @@ impl fmt::Display for DeliveryFailure {
             DeliveryFailure::NoSubscriber => {
                 "no agent is subscribed to this message type on that mailbox"
             }
+            DeliveryFailure::LimitReached => {
+                "the receiver's message limit for this type is reached"
+            }
+            DeliveryFailure::RedirectLoop => {
+                "message limits redirected it too many times (a redirect loop)"
+            }
+            DeliveryFailure::MutableToMultiConsumer => {
+                "a mutable message was redirected to a mailbox with several subscribers"
+            }
+            DeliveryFailure::TransformPanicked => "a message limit's transform function panicked",
+            DeliveryFailure::FilterPanicked => "a delivery filter panicked",
         })
     }
 }

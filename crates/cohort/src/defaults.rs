@@ -48,3 +48,11 @@ pub const INJECTOR_INTERVAL: usize = 61;
 /// a parked thread on the reference VM: ordinary hand-offs keep their affinity, a handler
 /// that blocks does not strand the agent it just woke.
 pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
+
+/// How many times a message may be redirected (or transformed) by message limits on its way
+/// to an agent before it is dropped as a loop ([`DeliveryFailure::RedirectLoop`]). Agents
+/// whose full queues redirect to one another would otherwise bounce a message forever; a
+/// legitimate chain of overflow targets is a handful of hops (SObjectizer allows 32).
+///
+/// [`DeliveryFailure::RedirectLoop`]: crate::DeliveryFailure::RedirectLoop
+pub const MAX_REDIRECT_DEPTH: usize = 32;

@@ -12,14 +12,16 @@ use crate::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 use crate::defaults;
 use crate::dispatcher::{Binder, DispatcherCore, DispatcherHandle, OneThreadBuilder};
 use crate::error::{DispatcherError, LaunchError, RegisterError};
+use crate::limits::MessageLimits;
 use crate::mbox::Mbox;
 use crate::named::NamedMbox;
 use crate::panic::PanicReaction;
 use crate::stats::{RuntimeStats, StatsConfig, StatsSwitch};
+use crate::trace::{self, MessageTracing, TraceEvent, TraceStep};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 /// Runs an environment on the calling thread until it stops.
@@ -67,6 +69,7 @@ pub struct EnvironmentBuilder {
     panic_reaction: PanicReaction,
     dead_letter_hook: Option<DeadLetterHook>,
     worker_spin: Duration,
+    message_tracing: Option<MessageTracing>,
 }
 
 impl Default for EnvironmentBuilder {
@@ -76,6 +79,7 @@ impl Default for EnvironmentBuilder {
             panic_reaction: PanicReaction::default(),
             dead_letter_hook: None,
             worker_spin: defaults::WORKER_SPIN,
+            message_tracing: None,
         }
     }
 }
@@ -107,6 +111,13 @@ impl EnvironmentBuilder {
     /// do. Default: [`defaults::WORKER_SPIN`].
     pub fn worker_spin(mut self, spin: Duration) -> Self {
         self.worker_spin = spin;
+        self
+    }
+
+    /// Traces message delivery from the start (see [`MessageTracing`]). Default: off.
+    /// [`Environment::set_message_tracing`] changes it at run time.
+    pub fn message_tracing(mut self, tracing: MessageTracing) -> Self {
+        self.message_tracing = Some(tracing);
         self
     }
 
@@ -164,7 +175,13 @@ impl EnvironmentBuilder {
             agents: AtomicUsize::new(0),
             stats_on: Arc::new(AtomicBool::new(false)),
             stats_thread: Mutex::new(None),
+            tracer: RwLock::new(None),
+            unique_named: Mutex::new(std::collections::HashMap::new()),
+            limits: RwLock::new(std::collections::HashMap::new()),
         });
+        if let Some(t) = self.message_tracing {
+            shared.set_tracer(Some(t));
+        }
         *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Arc::new(CoopInner::root(shared.clone())));
         let env = Environment(shared);
@@ -213,6 +230,21 @@ pub(crate) struct EnvShared {
     named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<NamedMbox>>>,
     /// `active_group` group names in use: name -> (dispatcher id, dispatcher name).
     group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
+    /// Named unique-subscribers mailboxes alive (a namespace of their own).
+    unique_named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<NamedMbox>>>,
+    /// The message limits of agents that declared some, by cell address (the entry goes
+    /// when the cell is dropped).
+    limits: RwLock<std::collections::HashMap<usize, Box<MessageLimits>>>,
+    /// The message tracer, while tracing is on (see [`crate::trace`]).
+    tracer: RwLock<Option<Arc<MessageTracing>>>,
+}
+
+impl Drop for EnvShared {
+    fn drop(&mut self) {
+        if self.tracer.get_mut().is_ok_and(|t| t.is_some()) {
+            trace::count(false);
+        }
+    }
 }
 
 /// The `cohort-stats` thread and its stop flag.
@@ -392,9 +424,82 @@ impl EnvShared {
         self.finished_cv.notify_all();
     }
 
+    /// The message limits of the cell at `addr`: a pointer valid until that cell is dropped.
+    pub(crate) fn limits_of(&self, addr: usize) -> Option<*const MessageLimits> {
+        let map = self.limits.read().unwrap_or_else(|e| e.into_inner());
+        map.get(&addr).map(|b| &**b as *const MessageLimits)
+    }
+
+    pub(crate) fn set_limits(&self, addr: usize, limits: MessageLimits) {
+        let mut map = self.limits.write().unwrap_or_else(|e| e.into_inner());
+        map.insert(addr, Box::new(limits));
+    }
+
+    pub(crate) fn remove_limits(&self, addr: usize) {
+        let removed = {
+            let mut map = self.limits.write().unwrap_or_else(|e| e.into_inner());
+            map.remove(&addr)
+        };
+        // Dropped outside the lock: it may hold the last handle of a named mailbox.
+        drop(removed);
+    }
+
+    /// Replaces the message tracer (`None`: tracing off).
+    fn set_tracer(&self, t: Option<MessageTracing>) {
+        let mut slot = self.tracer.write().unwrap_or_else(|e| e.into_inner());
+        let was_on = slot.is_some();
+        *slot = t.map(Arc::new);
+        if was_on != slot.is_some() {
+            trace::count(slot.is_some());
+        }
+    }
+
+    /// Reports a delivery step to the tracer, if this environment traces.
+    #[cold]
+    pub(crate) fn trace(&self, e: &TraceEvent<'_>) {
+        let tracer = self
+            .tracer
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(t) = tracer
+            && t.emit(e).is_err()
+        {
+            self.count_panic();
+            tracing::error!("the message tracer panicked");
+        }
+    }
+
+    /// Reports a step of `msg`'s delivery to the tracer.
+    #[cold]
+    pub(crate) fn trace_step(
+        &self,
+        step: TraceStep,
+        msg: &crate::message::Envelope,
+        mbox: Option<crate::mbox::MboxId>,
+        agent: Option<crate::mbox::MboxId>,
+    ) {
+        self.trace(&TraceEvent {
+            step,
+            message_type: msg.type_name(),
+            mbox,
+            agent,
+            agent_name: None,
+        })
+    }
+
     #[cold]
     pub(crate) fn dead_letter(&self, message_type: &'static str, reason: DeliveryFailure) {
         self.dead_letters.fetch_add(1, Ordering::Relaxed);
+        if trace::on() {
+            self.trace(&TraceEvent {
+                step: TraceStep::Dropped(reason),
+                message_type,
+                mbox: None,
+                agent: None,
+                agent_name: None,
+            });
+        }
         if let Some(hook) = &self.dead_letter_hook {
             let letter = DeadLetter {
                 message_type,
@@ -524,6 +629,80 @@ impl Environment {
     /// A new anonymous multi-consumer mailbox.
     pub fn anonymous_mbox(&self) -> Mbox {
         Mbox::named(Arc::new(NamedMbox::new(None, Arc::downgrade(&self.0))))
+    }
+
+    /// A new anonymous unique-subscribers mailbox: multi-producer, single-consumer per
+    /// message type. Each message type has at most one subscriber (a second one is
+    /// [`SubscribeError::UniqueSubscriberTaken`](crate::SubscribeError::UniqueSubscriberTaken)),
+    /// so it carries mutable messages ([`Mbox::send_mut`], [`Context::subscribe_mut`](crate::Context::subscribe_mut))
+    /// as well as immutable ones, and the subscriber of a type can change while senders keep
+    /// the mailbox.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError, Mbox};
+    ///
+    /// struct Job(Vec<u8>);
+    /// struct Sink { jobs: Mbox }
+    /// impl Agent for Sink {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.subscribe_mut(&self.jobs.clone(), |_: &mut Self, mut j: Job, ctx: &mut Context<'_, Self>| {
+    ///             j.0.push(4); // owned: no copy, no lock
+    ///             assert_eq!(j.0, [1, 2, 3, 4]);
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let jobs = env.unique_subscribers_mbox();
+    /// let mut coop = env.new_coop();
+    /// coop.add(Sink { jobs: jobs.clone() });
+    /// env.register_coop(coop).unwrap();
+    /// jobs.send_mut(Job(vec![1, 2, 3])).unwrap();
+    /// env.wait();
+    /// ```
+    pub fn unique_subscribers_mbox(&self) -> Mbox {
+        Mbox::named(Arc::new(NamedMbox::new_single_consumer(
+            None,
+            Arc::downgrade(&self.0),
+        )))
+    }
+
+    /// The unique-subscribers mailbox (see [`Environment::unique_subscribers_mbox`]) named
+    /// `name`: the same name gives the same mailbox while anyone holds it. These names are
+    /// their own namespace: `named_mbox("jobs")` is another (multi-consumer) mailbox.
+    ///
+    /// ```
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let a = env.named_unique_subscribers_mbox("jobs");
+    /// assert_eq!(a, env.named_unique_subscribers_mbox("jobs"));
+    /// assert_ne!(a, env.named_mbox("jobs"));
+    /// ```
+    pub fn named_unique_subscribers_mbox(&self, name: &str) -> Mbox {
+        let mut names = self
+            .0
+            .unique_named
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = names.get(name).and_then(std::sync::Weak::upgrade) {
+            return Mbox::named(m);
+        }
+        names.retain(|_, w| w.strong_count() > 0);
+        let name: Arc<str> = Arc::from(name);
+        let m = Arc::new(NamedMbox::new_single_consumer(
+            Some(name.clone()),
+            Arc::downgrade(&self.0),
+        ));
+        names.insert(name, Arc::downgrade(&m));
+        Mbox::named(m)
+    }
+
+    /// Turns message delivery tracing on (`Some`) or off (`None`) at run time, replacing the
+    /// tracer set by [`EnvironmentBuilder::message_tracing`]. Steps already under way may
+    /// still reach the previous tracer.
+    pub fn set_message_tracing(&self, tracing: Option<MessageTracing>) {
+        self.0.set_tracer(tracing)
     }
 
     /// Number of named mailboxes alive.

@@ -60,6 +60,7 @@ mod demand;
 pub mod dispatcher;
 mod env;
 mod error;
+mod limits;
 mod mbox;
 mod message;
 mod named;
@@ -68,6 +69,7 @@ mod queue;
 mod stats;
 mod subscription;
 mod sync;
+mod trace;
 
 pub use agent::{Agent, Context, DefineError};
 pub use coop::{
@@ -80,9 +82,11 @@ pub use dispatcher::{
 };
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use error::{
-    BindError, DispatcherError, LaunchError, RegisterError, SendError, SubscribeError,
+    BindError, DispatcherError, LaunchError, LimitError, RegisterError, SendError, SubscribeError,
 };
+pub use limits::MessageLimits;
 pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
+pub use trace::{MessageTracing, TraceEvent, TraceStep};

@@ -13,10 +13,12 @@
 use crate::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
 use crate::demand::Demand;
 use crate::error::SendError;
+use crate::limits::Admit;
 use crate::message::Envelope;
 use crate::named::NamedMbox;
+use crate::trace::{self, TraceStep};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The identity of a mailbox, unique among live mailboxes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -26,6 +28,23 @@ pub struct MboxId(pub(crate) usize);
 enum MboxKind {
     Direct(Arc<DynCell>),
     Named(Arc<NamedMbox>),
+}
+
+/// A mailbox held without keeping an agent alive (the target of a message limit's redirect
+/// or transform, kept in the agent's own cell).
+pub(crate) enum WeakMbox {
+    Direct(Weak<DynCell>),
+    Named(Arc<NamedMbox>),
+}
+
+impl WeakMbox {
+    /// The mailbox, unless its agent is gone.
+    pub(crate) fn upgrade(&self) -> Option<Mbox> {
+        match self {
+            WeakMbox::Direct(w) => w.upgrade().map(Mbox::direct),
+            WeakMbox::Named(m) => Some(Mbox::named(m.clone())),
+        }
+    }
 }
 
 /// A mailbox handle: clone it freely, send to it from any thread.
@@ -71,6 +90,46 @@ impl Mbox {
         }
     }
 
+    #[cold]
+    fn trace_sent(&self, message_type: &'static str) {
+        let env = match &self.kind {
+            MboxKind::Direct(cell) => Some(cell.header.env.clone()),
+            MboxKind::Named(m) => m.env(),
+        };
+        if let Some(env) = env {
+            env.trace(&trace::TraceEvent {
+                step: TraceStep::Sent,
+                message_type,
+                mbox: Some(self.id()),
+                agent: None,
+                agent_name: None,
+            });
+        }
+    }
+
+    /// A weak handle for a message limit's target.
+    pub(crate) fn downgrade(&self) -> WeakMbox {
+        match &self.kind {
+            MboxKind::Direct(cell) => WeakMbox::Direct(Arc::downgrade(cell)),
+            MboxKind::Named(m) => WeakMbox::Named(m.clone()),
+        }
+    }
+
+    /// Delivers an envelope already built (redirected or transformed by a message limit),
+    /// `depth` hops away from its first mailbox. `share` makes it copyable for a
+    /// multi-consumer mailbox.
+    pub(crate) fn deliver_envelope(
+        &self,
+        msg: Envelope,
+        depth: u8,
+        share: Option<unsafe fn(Envelope) -> Envelope>,
+    ) {
+        match &self.kind {
+            MboxKind::Direct(cell) => deliver_at(cell, cell.mbox_id(), msg, depth),
+            MboxKind::Named(m) => m.route(msg, depth, share),
+        }
+    }
+
     pub(crate) fn as_named(&self) -> Option<&Arc<NamedMbox>> {
         match &self.kind {
             MboxKind::Named(m) => Some(m),
@@ -86,6 +145,9 @@ impl Mbox {
     /// [`Environment::dead_letters`](crate::Environment::dead_letters)).
     #[inline]
     pub fn send<M: Send + Sync + 'static>(&self, msg: M) {
+        if trace::on() {
+            self.trace_sent(std::any::type_name::<M>());
+        }
         match &self.kind {
             MboxKind::Direct(cell) => deliver_direct(cell, Envelope::immutable(msg)),
             MboxKind::Named(m) => m.publish(msg),
@@ -93,14 +155,24 @@ impl Mbox {
     }
 
     /// Sends a mutable message: its one receiver's handler (subscribed with
-    /// [`Context::on_mut`](crate::Context::on_mut)) takes it by value. Only a single-consumer
-    /// mailbox (an agent's direct mailbox) can carry one: a multi-consumer mailbox refuses it
-    /// with [`SendError::MutableToMultiConsumer`] (and the message is dropped).
+    /// [`Context::on_mut`](crate::Context::on_mut) or
+    /// [`Context::subscribe_mut`](crate::Context::subscribe_mut)) takes it by value. Only a
+    /// single-consumer mailbox (an agent's direct mailbox, or a unique-subscribers mailbox
+    /// from [`Environment::unique_subscribers_mbox`](crate::Environment::unique_subscribers_mbox))
+    /// can carry one: a multi-consumer mailbox refuses it with
+    /// [`SendError::MutableToMultiConsumer`] (and the message is dropped).
     #[inline]
     pub fn send_mut<M: Send + 'static>(&self, msg: M) -> Result<(), SendError> {
+        if trace::on() {
+            self.trace_sent(std::any::type_name::<crate::Mutable<M>>());
+        }
         match &self.kind {
             MboxKind::Direct(cell) => {
                 deliver_direct(cell, Envelope::mutable(msg));
+                Ok(())
+            }
+            MboxKind::Named(m) if m.is_single_consumer() => {
+                m.route(Envelope::mutable(msg), 0, None);
                 Ok(())
             }
             MboxKind::Named(m) => Err(SendError::MutableToMultiConsumer {
@@ -138,13 +210,17 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
         return reject(header, msg);
     }
     let mbox = cell_ref.mbox_id();
+    let (msg, counted) = match admit(cell_ref, mbox, msg, 0) {
+        Some(admitted) => admitted,
+        None => return,
+    };
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
     if queue.is_running_here() {
         // SAFETY: as in `deliver_direct`'s local path.
         unsafe {
             queue.push_local(Demand::Message {
-                agent: AgentRef::borrowed_ptr(cell, mbox),
+                agent: AgentRef::borrowed_ptr(cell, mbox).counted(counted),
                 msg,
             })
         }
@@ -158,10 +234,32 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
             Arc::from_raw(ptr)
         };
         queue.push_remote(Demand::Message {
-            agent: AgentRef::owned(arc, mbox),
+            agent: AgentRef::owned(arc, mbox).counted(counted),
             msg,
         })
     }
+}
+
+/// Applies the agent's message limits (if any) and traces the queueing (if on): the
+/// envelope to queue and whether it was counted, or `None` when a limit took it.
+#[inline(always)]
+fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Envelope, bool)> {
+    let header = &cell.header;
+    let agent = cell.mbox_id();
+    let admitted = match cell.limits() {
+        None => (msg, false),
+        Some(limits) => match limits.admit(&header.env, agent, msg, depth) {
+            Admit::Counted(msg) => (msg, true),
+            Admit::Free(msg) => (msg, false),
+            Admit::Taken => return None,
+        },
+    };
+    if trace::on() {
+        header
+            .env
+            .trace_step(TraceStep::Queued, &admitted.0, Some(mbox), Some(agent));
+    }
+    Some(admitted)
 }
 
 #[cold]
@@ -182,10 +280,20 @@ fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
 /// Delivers `msg` to the agent of `cell`, as arriving through mailbox `mbox`.
 #[inline(always)]
 pub(crate) fn deliver_to(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope) {
+    deliver_at(cell, mbox, msg, 0)
+}
+
+/// As [`deliver_to`], for a message redirected `depth` times by message limits.
+#[inline(always)]
+pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth: u8) {
     let header = &cell.header;
     if header.status() != ACTIVE {
         return reject(header, msg);
     }
+    let (msg, counted) = match admit(cell, mbox, msg, depth) {
+        Some(admitted) => admitted,
+        None => return,
+    };
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
     if queue.is_running_here() {
@@ -193,13 +301,13 @@ pub(crate) fn deliver_to(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope) {
         // valid until the demand runs, and the local push happens on the running thread.
         unsafe {
             queue.push_local(Demand::Message {
-                agent: AgentRef::borrowed(cell, mbox),
+                agent: AgentRef::borrowed(cell, mbox).counted(counted),
                 msg,
             })
         }
     } else {
         queue.push_remote(Demand::Message {
-            agent: AgentRef::owned(cell.clone(), mbox),
+            agent: AgentRef::owned(cell.clone(), mbox).counted(counted),
             msg,
         })
     }

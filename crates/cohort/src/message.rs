@@ -23,7 +23,11 @@ use std::sync::Arc;
 /// let m = Mutable(vec![1u8, 2, 3]);
 /// assert_eq!(m.0.len(), 3);
 /// ```
+///
+/// `#[repr(transparent)]`: a `Mutable<M>` is laid out as an `M`, so a message limit or a
+/// delivery filter declared for `Mutable<M>` reads the `M` a mutable envelope carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
 pub struct Mutable<M>(pub M);
 
 /// The static description of one message type in one representation.
@@ -41,6 +45,8 @@ pub(crate) struct MsgMeta {
     /// one-word payload without drop glue, or one more count on a shared `Arc`. `None` for
     /// messages with one receiver.
     pub(crate) copy: Option<unsafe fn(&Payload) -> Payload>,
+    /// A mutable message (one receiver, taken by value).
+    pub(crate) mutable: bool,
 }
 
 /// One word of payload: the message itself when it fits, else a pointer to its box.
@@ -64,6 +70,7 @@ impl<M: Send + 'static> Metas<M> {
         } else {
             None
         },
+        mutable: false,
     };
     const SHARED: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<M>(),
@@ -71,6 +78,7 @@ impl<M: Send + 'static> Metas<M> {
         drop: Some(drop_arc::<M>),
         shared: true,
         copy: Some(retain_arc::<M>),
+        mutable: false,
     };
     const MUTABLE: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<Mutable<M>>(),
@@ -78,6 +86,7 @@ impl<M: Send + 'static> Metas<M> {
         drop: drop_fn::<M>(),
         shared: false,
         copy: None,
+        mutable: true,
     };
 }
 
@@ -159,6 +168,43 @@ impl Envelope {
             meta: Metas::<M>::SHARED,
             payload,
         }
+    }
+
+    /// An immutable message for any number of receivers: inline when it fits in one word
+    /// without drop glue (copied per receiver), else shared through one `Arc`.
+    #[inline]
+    pub(crate) fn for_many<M: Send + Sync + 'static>(msg: M) -> Self {
+        if is_inline::<M>() && !std::mem::needs_drop::<M>() {
+            Envelope::immutable(msg)
+        } else {
+            Envelope::shared(Arc::new(msg))
+        }
+    }
+
+    /// Turns an immutable envelope of `M` into one that [`Envelope::duplicate`] can copy
+    /// (boxing it in an `Arc` when needed).
+    ///
+    /// # Safety
+    /// The envelope was built from an immutable `M` (not by [`Envelope::mutable`]).
+    pub(crate) unsafe fn into_shared<M: Send + Sync + 'static>(self) -> Self {
+        if self.meta.copy.is_some() {
+            return self;
+        }
+        // SAFETY: an immutable, not shared envelope of `M` (caller; shared ones can be
+        // copied, so they returned above).
+        Envelope::shared(Arc::new(unsafe { self.take::<M>() }))
+    }
+
+    /// Whether this is a mutable message (one receiver, taken by value).
+    #[inline]
+    pub(crate) fn is_mutable(&self) -> bool {
+        self.meta.mutable
+    }
+
+    /// Whether [`Envelope::duplicate`] can copy it for another receiver.
+    #[inline]
+    pub(crate) fn can_duplicate(&self) -> bool {
+        self.meta.copy.is_some()
     }
 
     /// A mutable message, handed to its one receiver by value.

@@ -130,6 +130,24 @@ impl<A: Agent> Subscriptions<A> {
         removed
     }
 
+    /// Removes the handler for (mailbox, type) without unregistering it from its mailbox
+    /// (it was never registered there).
+    pub(crate) fn forget(&mut self, mbox: MboxId, key: TypeId) {
+        let mut v = std::mem::take(&mut self.entries).into_vec();
+        v.retain(|e| !(e.key == key && e.mbox == mbox));
+        self.entries = v.into_boxed_slice();
+    }
+
+    /// Whether a handler for (mailbox, type) exists.
+    pub(crate) fn has(&self, mbox: MboxId, key: TypeId) -> bool {
+        self.entries.iter().any(|e| e.key == key && e.mbox == mbox)
+    }
+
+    /// The multi-consumer and unique-subscribers mailboxes subscribed to.
+    pub(crate) fn named_mboxes(&self) -> impl Iterator<Item = &Arc<NamedMbox>> {
+        self.entries.iter().filter_map(|e| e.named.as_ref())
+    }
+
     /// Drops every subscription, unregistering from multi-consumer mailboxes.
     pub(crate) fn clear(&mut self, cell: *const DynCell) {
         for e in std::mem::take(&mut self.entries).into_vec() {
