@@ -86,6 +86,9 @@ struct PingPongArgs {
     /// Round trips per run.
     #[arg(long, default_value_t = 1_000_000)]
     count: u64,
+    /// Both agents declare a message limit (never reached): the cost of counting.
+    #[arg(long)]
+    limits: bool,
     #[command(flatten)]
     placement: Placement,
 }
@@ -345,7 +348,13 @@ fn pool_ping_pongs(count: u64) -> Vec<Step> {
         ws,
     ]
     .into_iter()
-    .map(|placement| Step::PingPong(PingPongArgs { count, placement }))
+    .map(|placement| {
+        Step::PingPong(PingPongArgs {
+            count,
+            limits: false,
+            placement,
+        })
+    })
     .collect()
 }
 
@@ -353,10 +362,12 @@ fn quick_plan() -> Vec<Step> {
     let mut plan = vec![
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
+            limits: false,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 200_000,
+            limits: false,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
@@ -410,10 +421,12 @@ fn full_plan() -> Vec<Step> {
     let mut plan = vec![
         Step::PingPong(PingPongArgs {
             count: 25_000_000,
+            limits: false,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
+            limits: false,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
@@ -509,15 +522,16 @@ fn params(v: Value) -> Map<String, Value> {
 
 fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "ping-pong";
-    let variant = format!("{}, direct mailboxes", a.placement.label());
+    let limits = if a.limits { ", message limits" } else { "" };
+    let variant = format!("{}, direct mailboxes{limits}", a.placement.label());
     let p = params(merge(
-        json!({ "count": a.count, "mailbox": "direct" }),
+        json!({ "count": a.count, "mailbox": "direct", "limits": a.limits }),
         a.placement.params(),
     ));
     let mut msgs = Vec::new();
     let mut trips = Vec::new();
     for _ in 0..runs.max(1) {
-        match ping_pong::run_once(a.count, a.placement, false) {
+        match ping_pong::run_once(a.count, a.placement, false, a.limits) {
             Ok(o) => {
                 let s = o.elapsed.as_secs_f64();
                 trips.push(o.round_trips as f64 / s);
@@ -532,7 +546,7 @@ fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     ];
     // One more run that times every round trip (timing costs a little throughput).
     let lat_count = a.count.min(1_000_000);
-    match ping_pong::run_once(lat_count, a.placement, true) {
+    match ping_pong::run_once(lat_count, a.placement, true, a.limits) {
         Ok(o) => {
             if let Some(h) = o.latency {
                 for (metric, q) in [

@@ -6,7 +6,7 @@
 #[cfg(test)]
 use super::Dispatcher;
 use super::Placement;
-use cohort::{Agent, Context, DefineError, Mbox};
+use cohort::{Agent, Context, DefineError, Mbox, MessageLimits};
 use hdrhistogram::Histogram;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,6 +31,7 @@ struct Shared {
 }
 
 struct Pinger {
+    limits: bool,
     ponger: Option<Mbox>,
     count: u64,
     left: u64,
@@ -69,6 +70,9 @@ impl Pinger {
 
 impl Agent for Pinger {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        if self.limits {
+            ctx.set_message_limits(MessageLimits::new().drop::<Pong>(LIMIT))?;
+        }
         ctx.on(Self::on_pong)?;
         Ok(())
     }
@@ -81,21 +85,31 @@ impl Agent for Pinger {
 }
 
 struct Ponger {
+    limits: bool,
     pinger: Mbox,
 }
 
+/// The message limit of `--limits` runs: never reached (one message is in flight), so the
+/// run measures what counting costs.
+const LIMIT: usize = 1024;
+
 impl Agent for Ponger {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        if self.limits {
+            ctx.set_message_limits(MessageLimits::new().drop::<Ping>(LIMIT))?;
+        }
         ctx.on(|me: &mut Self, _: &Ping, _: &mut Context<'_, Self>| me.pinger.send(Pong))?;
         Ok(())
     }
 }
 
-/// Runs one ping-pong of `round_trips` on `placement`.
+/// Runs one ping-pong of `round_trips` on `placement`; with `limits`, both agents declare
+/// a message limit (never reached) for the message they receive.
 pub fn run_once(
     round_trips: u64,
     placement: Placement,
     record_latency: bool,
+    limits: bool,
 ) -> Result<Outcome, String> {
     if round_trips == 0 {
         return Err("--count must be at least 1".into());
@@ -109,6 +123,7 @@ pub fn run_once(
         let latency =
             record_latency.then(|| Histogram::new(3).expect("3 significant digits is valid"));
         let pinger = coop.add(Pinger {
+            limits,
             ponger: None,
             count: round_trips,
             left: round_trips,
@@ -118,6 +133,7 @@ pub fn run_once(
             out: out2,
         });
         let ponger = coop.add(Ponger {
+            limits,
             pinger: pinger.mbox(),
         });
         coop.agent_mut(&pinger).ponger = Some(ponger.mbox());
@@ -152,15 +168,18 @@ mod tests {
             Dispatcher::ThreadPool,
             Dispatcher::WorkStealing,
         ] {
-            let d = Placement::of(d);
-            let o = crate::watchdog::within(20, move || run_once(2_000, d, true)).unwrap();
-            assert_eq!(o.round_trips, 2_000);
-            assert_eq!(o.latency.map(|h| h.len()), Some(2_000));
+            for limits in [false, true] {
+                let d = Placement::of(d);
+                let o = crate::watchdog::within(20, move || run_once(2_000, d, true, limits));
+                let o = o.unwrap();
+                assert_eq!(o.round_trips, 2_000);
+                assert_eq!(o.latency.map(|h| h.len()), Some(2_000));
+            }
         }
     }
 
     #[test]
     fn zero_count_is_refused() {
-        assert!(run_once(0, Placement::of(Dispatcher::OneThread), false).is_err());
+        assert!(run_once(0, Placement::of(Dispatcher::OneThread), false, false).is_err());
     }
 }
