@@ -445,7 +445,9 @@ impl<'a, A: Agent> Context<'a, A> {
         let limits = limits.validated()?;
         // SAFETY: the status is `NEW`: `define` runs on the registering thread, which has
         // the only access to the agent; no sender reads the limits before `ACTIVE`.
-        unsafe { self.cell().set_limits(limits) };
+        if !unsafe { self.cell().set_limits(limits) } {
+            return Err(LimitError::AlreadySet);
+        }
         // Subscriptions made earlier in `define` must now be counted one by one.
         for named in self.subs.named_mboxes() {
             named.serve_one_by_one(self.cell.as_ptr());
@@ -478,7 +480,7 @@ impl<'a, A: Agent> Context<'a, A> {
 
     /// The environment this agent lives in.
     pub fn environment(&self) -> Environment {
-        Environment::from_shared(self.cell().header.env.clone())
+        Environment::from_shared(self.cell().header.env.arc())
     }
 
     /// Stops the environment (deregisters every cooperation). Idempotent.

@@ -9,6 +9,7 @@
 use crate::agent::{Agent, Context};
 use crate::coop::{CoopInner, DeregReason};
 use crate::env::EnvShared;
+use crate::env_ref::EnvRef;
 use crate::limits::MessageLimits;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
@@ -50,11 +51,9 @@ pub(crate) struct Header {
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
     /// only after observing `ACTIVE` or later (acquire).
     queue: UnsafeCell<Option<Arc<EventQueue>>>,
-    /// The agent has message limits (kept by the environment, keyed by the cell's address,
-    /// so that a cell without limits stays small): set in `define` (before the status leaves
-    /// `NEW`, like `queue`), read-only after.
-    limited: UnsafeCell<bool>,
-    pub(crate) env: Arc<EnvShared>,
+    /// The environment, and the agent's message limits once it declared some (one word:
+    /// see [`EnvRef`]).
+    pub(crate) env: EnvRef<EnvShared, MessageLimits>,
 }
 
 impl Header {
@@ -65,8 +64,7 @@ impl Header {
             panic_reaction: UnsafeCell::new(None),
             agent_dropped: UnsafeCell::new(false),
             queue: UnsafeCell::new(None),
-            limited: UnsafeCell::new(false),
-            env,
+            env: EnvRef::new(env),
         }
     }
 
@@ -157,10 +155,6 @@ pub(crate) struct AgentCell<B: ?Sized + ErasedBody> {
 
 impl<B: ?Sized + ErasedBody> Drop for AgentCell<B> {
     fn drop(&mut self) {
-        if *self.header.limited.get_mut() {
-            let addr = (self as *const Self).cast::<()>() as usize;
-            self.header.env.remove_limits(addr);
-        }
         // An agent that never finished (its cooperation was never registered, or its
         // registration failed) still holds its value.
         if !*self.header.agent_dropped.get_mut() {
@@ -174,32 +168,17 @@ impl DynCell {
     /// The agent's message limits, if it declared any.
     #[inline(always)]
     pub(crate) fn limits(&self) -> Option<&MessageLimits> {
-        // SAFETY: written only in `define`, on the registering thread, before the status
-        // leaves `NEW` (release); senders read it after observing `ACTIVE` (acquire), the
-        // registering thread and the agent's worker after that write.
-        if unsafe { *self.header.limited.get() } {
-            self.limits_slow()
-        } else {
-            None
-        }
+        self.header.env.limits()
     }
 
-    #[inline(never)]
-    fn limits_slow(&self) -> Option<&MessageLimits> {
-        let ptr = self.header.env.limits_of(self.mbox_id().0)?;
-        // SAFETY: the environment keeps the limits boxed until this cell is dropped (see
-        // `Drop for AgentCell`), and `&self` keeps the cell alive.
-        Some(unsafe { &*ptr })
-    }
-
-    /// Sets the agent's message limits.
+    /// Sets the agent's message limits; false if they were already set.
     ///
     /// # Safety
     /// Called by the registering thread, in `define`, while the status is `NEW`.
-    pub(crate) unsafe fn set_limits(&self, limits: MessageLimits) {
-        self.header.env.set_limits(self.mbox_id().0, limits);
-        // SAFETY: nobody else reads the flag before the status leaves `NEW` (caller).
-        unsafe { *self.header.limited.get() = true }
+    pub(crate) unsafe fn set_limits(&self, limits: MessageLimits) -> bool {
+        // SAFETY: only the registering thread calls it (caller); senders read the limits
+        // after observing `ACTIVE`, published after `define`.
+        unsafe { self.header.env.set_limits(limits) }
     }
 
     /// Drops the agent value now (its cooperation will never run it): breaks the cycles that

@@ -12,7 +12,6 @@ use crate::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 use crate::defaults;
 use crate::dispatcher::{Binder, DispatcherCore, DispatcherHandle, OneThreadBuilder};
 use crate::error::{DispatcherError, LaunchError, RegisterError};
-use crate::limits::MessageLimits;
 use crate::mbox::Mbox;
 use crate::named::NamedMbox;
 use crate::panic::PanicReaction;
@@ -177,7 +176,6 @@ impl EnvironmentBuilder {
             stats_thread: Mutex::new(None),
             tracer: RwLock::new(None),
             unique_named: Mutex::new(std::collections::HashMap::new()),
-            limits: RwLock::new(std::collections::HashMap::new()),
         });
         if let Some(t) = self.message_tracing {
             shared.set_tracer(Some(t));
@@ -232,9 +230,6 @@ pub(crate) struct EnvShared {
     group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
     /// Named unique-subscribers mailboxes alive (a namespace of their own).
     unique_named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<NamedMbox>>>,
-    /// The message limits of agents that declared some, by cell address (the entry goes
-    /// when the cell is dropped).
-    limits: RwLock<std::collections::HashMap<usize, Box<MessageLimits>>>,
     /// The message tracer, while tracing is on (see [`crate::trace`]).
     tracer: RwLock<Option<Arc<MessageTracing>>>,
 }
@@ -422,26 +417,6 @@ impl EnvShared {
         drop(root);
         *self.finished.lock().unwrap_or_else(|e| e.into_inner()) = Finished::Joined;
         self.finished_cv.notify_all();
-    }
-
-    /// The message limits of the cell at `addr`: a pointer valid until that cell is dropped.
-    pub(crate) fn limits_of(&self, addr: usize) -> Option<*const MessageLimits> {
-        let map = self.limits.read().unwrap_or_else(|e| e.into_inner());
-        map.get(&addr).map(|b| &**b as *const MessageLimits)
-    }
-
-    pub(crate) fn set_limits(&self, addr: usize, limits: MessageLimits) {
-        let mut map = self.limits.write().unwrap_or_else(|e| e.into_inner());
-        map.insert(addr, Box::new(limits));
-    }
-
-    pub(crate) fn remove_limits(&self, addr: usize) {
-        let removed = {
-            let mut map = self.limits.write().unwrap_or_else(|e| e.into_inner());
-            map.remove(&addr)
-        };
-        // Dropped outside the lock: it may hold the last handle of a named mailbox.
-        drop(removed);
     }
 
     /// Replaces the message tracer (`None`: tracing off).

@@ -59,6 +59,7 @@ pub mod defaults;
 mod demand;
 pub mod dispatcher;
 mod env;
+mod env_ref;
 mod error;
 mod limits;
 mod mbox;

@@ -93,7 +93,7 @@ impl Mbox {
     #[cold]
     fn trace_sent(&self, message_type: &'static str) {
         let env = match &self.kind {
-            MboxKind::Direct(cell) => Some(cell.header.env.clone()),
+            MboxKind::Direct(cell) => Some(cell.header.env.arc()),
             MboxKind::Named(m) => m.env(),
         };
         if let Some(env) = env {
