@@ -33,14 +33,16 @@ use std::sync::{Arc, RwLock, Weak};
 struct TypeSubscribers {
     groups: Vec<(Arc<EventQueue>, Arc<BroadcastTargets>)>,
     /// Subscribers served one by one (a filter, message limits, or a unique-subscribers
-    /// mailbox).
-    singles: Vec<Single>,
+    /// mailbox). Shared so that a send delivers to them after releasing the lock (a limit
+    /// may redirect back into this mailbox); copied on change if a send still holds it.
+    singles: Arc<Vec<Single>>,
 }
 
 /// A delivery filter: whether a message goes to one subscriber.
 pub(crate) type Filter = Arc<dyn Fn(&Envelope) -> bool + Send + Sync>;
 
 /// A subscriber served one by one.
+#[derive(Clone)]
 struct Single {
     cell: Arc<DynCell>,
     filter: Option<Filter>,
@@ -77,7 +79,7 @@ impl TypeSubscribers {
         }
         self.groups.retain(|(_, t)| !t.cells.is_empty());
         if let Some(i) = self.singles.iter().position(|s| is_cell(&s.cell, cell)) {
-            found = Some(self.singles.remove(i).cell);
+            found = Some(Arc::make_mut(&mut self.singles).remove(i).cell);
         }
         found
     }
@@ -155,9 +157,9 @@ impl NamedMbox {
                     mailbox: self.display_name(),
                 });
             }
-            t.singles.push(Single { cell, filter: None });
+            Arc::make_mut(&mut t.singles).push(Single { cell, filter: None });
         } else if cell.limits().is_some() {
-            t.singles.push(Single { cell, filter: None });
+            Arc::make_mut(&mut t.singles).push(Single { cell, filter: None });
         } else {
             t.add(self.id(), cell);
         }
@@ -182,13 +184,13 @@ impl NamedMbox {
         let Some(t) = subs.get_mut(&key) else {
             return false;
         };
-        if let Some(s) = t.singles.iter_mut().find(|s| is_cell(&s.cell, cell)) {
-            s.filter = f;
+        if let Some(i) = t.singles.iter().position(|s| is_cell(&s.cell, cell)) {
+            Arc::make_mut(&mut t.singles)[i].filter = f;
             return true;
         }
         match t.remove(cell) {
             Some(cell) => {
-                t.singles.push(Single { cell, filter: f });
+                Arc::make_mut(&mut t.singles).push(Single { cell, filter: f });
                 true
             }
             None => false,
@@ -204,7 +206,7 @@ impl NamedMbox {
                 .any(|(_, g)| g.cells.iter().any(|c| is_cell(c, cell)))
                 && let Some(cell) = t.remove(cell)
             {
-                t.singles.push(Single { cell, filter: None });
+                Arc::make_mut(&mut t.singles).push(Single { cell, filter: None });
             }
         }
     }
@@ -251,7 +253,15 @@ impl NamedMbox {
         if t.singles.is_empty() {
             return self.broadcast(&t.groups, msg);
         }
-        self.broadcast_and_singles(t, msg, depth)
+        if !t.groups.is_empty() {
+            match msg.duplicate() {
+                Some(copy) => self.broadcast(&t.groups, copy),
+                None => return self.not_shareable(msg),
+            }
+        }
+        let singles = t.singles.clone();
+        drop(subs);
+        self.deliver_one_by_one(&singles, msg, depth)
     }
 
     #[inline]
@@ -278,17 +288,12 @@ impl NamedMbox {
         }
     }
 
-    /// The general case: plain groups, then subscribers one by one through their filters.
-    fn broadcast_and_singles(&self, t: &TypeSubscribers, msg: Envelope, depth: u8) {
-        if !t.groups.is_empty() {
-            match msg.duplicate() {
-                Some(copy) => self.broadcast(&t.groups, copy),
-                None => return self.not_shareable(msg),
-            }
-        }
-        let n = t.singles.len();
+    /// Delivers to the subscribers served one by one, through their filters (outside the
+    /// lock: a limit's redirect may come back to this mailbox).
+    fn deliver_one_by_one(&self, singles: &[Single], msg: Envelope, depth: u8) {
+        let n = singles.len();
         let mut msg = Some(msg);
-        for (i, s) in t.singles.iter().enumerate() {
+        for (i, s) in singles.iter().enumerate() {
             let Some(m) = msg.as_ref() else { return };
             if let Some(f) = &s.filter {
                 match catch_unwind(AssertUnwindSafe(|| f(m))) {

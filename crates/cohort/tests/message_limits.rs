@@ -529,3 +529,50 @@ fn abort_limit_aborts_the_process() {
         );
     });
 }
+
+/// Subscribes to `Job` on `on`; with `bounce`, redirects every `Job` (a limit of 0) back to
+/// `on`; else forwards each to `seen`.
+struct Echoer {
+    on: Mbox,
+    bounce: bool,
+    seen: Sender<u32>,
+}
+
+impl Agent for Echoer {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        let on = self.on.clone();
+        if self.bounce {
+            ctx.set_message_limits(MessageLimits::new().redirect::<Job>(0, &on))?;
+        }
+        ctx.subscribe(&on, |me: &mut Self, j: &Job, _: &mut Context<'_, Self>| {
+            let _ = me.seen.send(j.0);
+        })?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_redirect_back_into_the_same_named_mailbox_ends_after_the_depth_bound() {
+    watchdog(TIMEOUT, || {
+        let (builder, dead) = DeadLetters::builder();
+        let env = builder.start().unwrap();
+        let jobs = env.named_mbox("loop");
+        let (tx, rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        for bounce in [true, false] {
+            coop.add(Echoer {
+                on: jobs.clone(),
+                bounce,
+                seen: tx.clone(),
+            });
+        }
+        env.register_coop(coop).unwrap();
+        jobs.send(Job(5));
+        // The send itself, then one more per hop, until the bound.
+        assert_eq!(dead.of::<Job>(), vec![DeliveryFailure::RedirectLoop]);
+        let hops = cohort::defaults::MAX_REDIRECT_DEPTH;
+        assert_eq!(recv_n(&rx, hops + 1, "every copy"), vec![5; hops + 1]);
+        env.stop_and_wait();
+        assert!(rx.try_recv().is_err(), "no more copies");
+    });
+}
