@@ -271,3 +271,61 @@ fn the_stderr_printer_writes_one_line_per_step() {
         );
     });
 }
+
+/// A minimal `tracing` subscriber that keeps the target and message of every event.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<(String, String)>>>);
+
+struct MessageField(String);
+
+impl tracing::field::Visit for MessageField {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut m = MessageField(String::new());
+        event.record(&mut m);
+        let target = event.metadata().target().to_string();
+        self.0.lock().unwrap().push((target, m.0));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn the_tracing_sink_emits_events_under_cohort_trace() {
+    watchdog(TIMEOUT, || {
+        let ping = std::any::type_name::<Ping>();
+        let capture = Capture::default();
+        let (env, echo, rx) = with_echo(Environment::builder());
+        env.set_message_tracing(Some(MessageTracing::to_tracing().mbox(&echo)));
+        // The sender's steps run on this thread, under this thread's subscriber.
+        tracing::subscriber::with_default(capture.clone(), || echo.send(Ping(1)));
+        assert_eq!(recv(&rx, "the ping"), 1);
+        let got = capture.0.lock().unwrap().clone();
+        let ours: Vec<_> = got.iter().filter(|(t, _)| t == "cohort::trace").collect();
+        assert_eq!(ours.len(), 2, "{got:?}");
+        assert!(
+            ours[0].1.starts_with(&format!("sent msg=`{ping}`")),
+            "{got:?}"
+        );
+        assert!(
+            ours[1].1.starts_with(&format!("queued msg=`{ping}`")),
+            "{got:?}"
+        );
+        env.stop_and_wait();
+    });
+}
