@@ -676,6 +676,18 @@ impl Environment {
     /// Turns message delivery tracing on (`Some`) or off (`None`) at run time, replacing the
     /// tracer set by [`EnvironmentBuilder::message_tracing`]. Steps already under way may
     /// still reach the previous tracer.
+    ///
+    /// ```
+    /// use cohort::{Environment, MessageTracing};
+    ///
+    /// let env = Environment::builder().start().unwrap();
+    /// let prices = env.named_mbox("prices");
+    /// env.set_message_tracing(Some(MessageTracing::to_stderr().mbox(&prices)));
+    /// prices.send(1u64); // stderr: "cohort trace: sent msg=`u64` mbox=0x..."
+    /// env.set_message_tracing(None);
+    /// prices.send(2u64); // not traced
+    /// assert_eq!(env.dead_letters(), 2); // nobody subscribed
+    /// ```
     pub fn set_message_tracing(&self, tracing: Option<MessageTracing>) {
         self.0.set_tracer(tracing)
     }

@@ -182,6 +182,46 @@ impl MessageLimits {
     /// At most `max` messages of type `M` wait in the queue; for each next one, `f` makes an
     /// `N` that is sent to `to` instead (the `M` is dropped). `f` runs on the sender's
     /// thread; a panic in it is caught and counted, and the message becomes a dead letter.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError, Mbox, MessageLimits};
+    ///
+    /// struct Order(u64);
+    /// struct Rejected { order: u64 }
+    ///
+    /// /// Takes no orders at all (a limit of 0): each one becomes a `Rejected`.
+    /// struct Closed { rejections: Mbox }
+    /// impl Agent for Closed {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.set_message_limits(MessageLimits::new().transform::<Order, _, _>(
+    ///             0,
+    ///             &self.rejections,
+    ///             |o: &Order| Rejected { order: o.0 },
+    ///         ))?;
+    ///         ctx.on(|_: &mut Self, _: &Order, _: &mut Context<'_, Self>| unreachable!())?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// struct Desk;
+    /// impl Agent for Desk {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.on(|_: &mut Self, r: &Rejected, ctx: &mut Context<'_, Self>| {
+    ///             assert_eq!(r.order, 7);
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let mut coop = env.new_coop();
+    /// let desk = coop.add(Desk).mbox();
+    /// let closed = coop.add(Closed { rejections: desk }).mbox();
+    /// env.register_coop(coop).unwrap();
+    /// closed.send(Order(7));
+    /// env.wait();
+    /// ```
     pub fn transform<M, N, F>(self, max: usize, to: &Mbox, f: F) -> Self
     where
         M: Send + Sync + 'static,
