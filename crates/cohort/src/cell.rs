@@ -338,7 +338,11 @@ impl AgentRef {
 
     /// Counts a demand that will never run as undelivered.
     pub(crate) fn reject(self, msg: Envelope, why: DeliveryFailure) {
-        self.release_limit(&msg);
+        if self.mbox_and_owned & COUNTED != 0
+            && let Some(limits) = self.header().env.limits()
+        {
+            limits.release_rejected(msg.key());
+        }
         self.header().dead_letter(msg, why)
     }
 

@@ -44,11 +44,16 @@ enum Overflow {
 }
 
 /// One limit: a message type, its bound, the messages of it queued now, and the action.
+///
+/// The messages queued now are `added - taken` (wrapping): senders, on any thread, count in
+/// with a read-modify-write of `added`; the agent's worker, the only writer of `taken` while
+/// the agent runs, counts out with a plain load and store.
 struct Limit {
     key: TypeId,
     type_name: &'static str,
     max: usize,
-    queued: AtomicUsize,
+    added: AtomicUsize,
+    taken: AtomicUsize,
     overflow: Overflow,
 }
 
@@ -121,7 +126,8 @@ impl MessageLimits {
             key,
             type_name,
             max,
-            queued: AtomicUsize::new(0),
+            added: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
             overflow: o,
         });
         self
@@ -136,7 +142,8 @@ impl MessageLimits {
             key: TypeId::of::<()>(),
             type_name: "<any other message type>",
             max,
-            queued: AtomicUsize::new(0),
+            added: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
             overflow: o,
         });
         self
@@ -277,19 +284,30 @@ impl MessageLimits {
         let Some(limit) = self.find(msg.key()) else {
             return Admit::Free(msg);
         };
-        if limit.queued.fetch_add(1, Ordering::Relaxed) < limit.max {
+        let ticket = limit.added.fetch_add(1, Ordering::Relaxed);
+        if ticket.wrapping_sub(limit.taken.load(Ordering::Relaxed)) < limit.max {
             return Admit::Counted(msg);
         }
-        limit.queued.fetch_sub(1, Ordering::Relaxed);
+        limit.added.fetch_sub(1, Ordering::Relaxed);
         overflow(limit, env, agent, msg, depth);
         Admit::Taken
     }
 
-    /// Counts out a message of type `key` taken from the queue.
+    /// Counts out a message of type `key` taken from the queue by the agent's worker (the
+    /// only thread that counts out while the agent runs).
     #[inline]
     pub(crate) fn release(&self, key: TypeId) {
         if let Some(limit) = self.find(key) {
-            limit.queued.fetch_sub(1, Ordering::Relaxed);
+            let taken = limit.taken.load(Ordering::Relaxed);
+            limit.taken.store(taken.wrapping_add(1), Ordering::Relaxed);
+        }
+    }
+
+    /// Counts out a message of type `key` that will never run (its queue is gone: no worker
+    /// counts out concurrently, but several rejecting senders may).
+    pub(crate) fn release_rejected(&self, key: TypeId) {
+        if let Some(limit) = self.find(key) {
+            limit.taken.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
