@@ -576,3 +576,46 @@ fn a_redirect_back_into_the_same_named_mailbox_ends_after_the_depth_bound() {
         assert!(rx.try_recv().is_err(), "no more copies");
     });
 }
+
+#[test]
+fn failed_redirects_and_transforms_are_dead_letters_with_their_reason() {
+    watchdog(TIMEOUT, || {
+        let (builder, dead) = DeadLetters::builder();
+        let env = builder.start().unwrap();
+        // A multi-consumer mailbox with two subscribers of `Big`.
+        let many = env.named_mbox("many");
+        let (tx, _rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        for index in 0..2 {
+            coop.add(BigSink {
+                mbox: many.clone(),
+                tx: tx.clone(),
+                index,
+            });
+        }
+        env.register_coop(coop).unwrap();
+        let limits = MessageLimits::new()
+            // A mutable message has no subscriber on a multi-consumer mailbox.
+            .redirect::<Mutable<Job>>(0, &many)
+            // A transform function that panics.
+            .transform::<Other, _, _>(0, &many, |_: &Other| -> Job { panic!("no") });
+        let b = blocked(limits, |_| {});
+        b.agent.send_mut(Job(1)).unwrap();
+        b.agent.send(Other(2));
+        // Counted by the environment of the mailbox that could not deliver it.
+        assert_eq!(
+            dead.of::<Mutable<Job>>(),
+            vec![DeliveryFailure::NoSubscriber]
+        );
+        // Counted by the limited agent's environment, where the transform ran.
+        assert_eq!(
+            b.dead.of::<Other>(),
+            vec![DeliveryFailure::TransformPanicked]
+        );
+        assert_eq!(b.env.panics(), 1);
+        assert_eq!(b.dead.all().len(), 1);
+        b.ctl.open();
+        b.env.stop_and_wait();
+        env.stop_and_wait();
+    });
+}
