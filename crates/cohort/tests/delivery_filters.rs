@@ -203,3 +203,48 @@ fn a_panicking_filter_is_counted_not_propagated() {
         env.stop_and_wait();
     });
 }
+
+/// Takes `Vec<u64>` by value from a unique-subscribers mailbox, filtered to non-empty ones.
+struct TakesNonEmpty {
+    jobs: Mbox,
+    seen: Sender<Vec<u64>>,
+}
+
+impl Agent for TakesNonEmpty {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        let jobs = self.jobs.clone();
+        ctx.subscribe_mut(
+            &jobs,
+            |me: &mut Self, v: Vec<u64>, _: &mut Context<'_, Self>| {
+                let _ = me.seen.send(v);
+            },
+        )?;
+        ctx.set_delivery_filter(&jobs, |v: &cohort::Mutable<Vec<u64>>| !v.0.is_empty())?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_filter_on_mutable_messages_reads_them_in_place() {
+    watchdog(TIMEOUT, || {
+        let env = cohort::Environment::builder().start().unwrap();
+        let jobs = env.unique_subscribers_mbox();
+        let (tx, rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        coop.add(TakesNonEmpty {
+            jobs: jobs.clone(),
+            seen: tx,
+        });
+        env.register_coop(coop).unwrap();
+        jobs.send_mut(Vec::<u64>::new()).unwrap();
+        jobs.send_mut(vec![1u64, 2]).unwrap();
+        jobs.send_mut(Vec::<u64>::new()).unwrap();
+        jobs.send_mut(vec![3u64]).unwrap();
+        assert_eq!(
+            recv_n(&rx, 2, "the non-empty jobs"),
+            vec![vec![1, 2], vec![3]]
+        );
+        assert_eq!(env.dead_letters(), 0);
+        env.stop_and_wait();
+    });
+}
