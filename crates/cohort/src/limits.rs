@@ -90,6 +90,9 @@ struct Limit {
 /// let mut coop = env.new_coop();
 /// coop.add(Worker { overflow: env.named_mbox("jobs-overflow") });
 /// env.register_coop(coop).unwrap();
+///
+/// let limits = MessageLimits::new().drop::<Heartbeat>(1).default_abort(100);
+/// assert!(format!("{limits:?}").contains("Heartbeat\": drop above 1"));
 /// ```
 #[derive(Default)]
 pub struct MessageLimits {
@@ -309,6 +312,25 @@ impl MessageLimits {
         if let Some(limit) = self.find(key) {
             limit.taken.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+impl std::fmt::Debug for MessageLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut l = f.debug_map();
+        for limit in self.limits.iter().chain(&self.default) {
+            let action = match limit.overflow {
+                Overflow::Drop => "drop",
+                Overflow::Abort => "abort",
+                Overflow::Redirect { .. } => "redirect",
+                Overflow::Transform { .. } => "transform",
+            };
+            l.entry(
+                &limit.type_name,
+                &format_args!("{action} above {}", limit.max),
+            );
+        }
+        l.finish()
     }
 }
 
