@@ -105,6 +105,9 @@ struct PingPongArgs {
     /// The mailboxes the agents send to.
     #[arg(long, value_enum, default_value_t = ping_pong::Mailbox::Direct)]
     mbox: ping_pong::Mailbox,
+    /// Both agents declare a message limit (never reached): the cost of counting.
+    #[arg(long)]
+    limits: bool,
     #[command(flatten)]
     placement: Placement,
 }
@@ -420,6 +423,7 @@ fn pool_ping_pongs(count: u64) -> Vec<Step> {
         Step::PingPong(PingPongArgs {
             count,
             mbox: ping_pong::Mailbox::Direct,
+            limits: false,
             placement,
         })
     })
@@ -431,11 +435,13 @@ fn quick_plan() -> Vec<Step> {
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
             mbox: ping_pong::Mailbox::Direct,
+            limits: false,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 200_000,
             mbox: ping_pong::Mailbox::Direct,
+            limits: false,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
@@ -515,11 +521,13 @@ fn full_plan() -> Vec<Step> {
         Step::PingPong(PingPongArgs {
             count: 25_000_000,
             mbox: ping_pong::Mailbox::Direct,
+            limits: false,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
             mbox: ping_pong::Mailbox::Direct,
+            limits: false,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
@@ -642,15 +650,16 @@ fn params(v: Value) -> Map<String, Value> {
 
 fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "ping-pong";
-    let variant = format!("{}, {}", a.placement.label(), a.mbox.label());
+    let limits = if a.limits { ", message limits" } else { "" };
+    let variant = format!("{}, {}{limits}", a.placement.label(), a.mbox.label());
     let p = params(merge(
-        json!({ "count": a.count, "mailbox": format!("{:?}", a.mbox).to_lowercase() }),
+        json!({ "count": a.count, "mailbox": format!("{:?}", a.mbox).to_lowercase(), "limits": a.limits }),
         a.placement.params(),
     ));
     let mut msgs = Vec::new();
     let mut trips = Vec::new();
     for _ in 0..runs.max(1) {
-        match ping_pong::run_once(a.count, a.placement, false, a.mbox) {
+        match ping_pong::run_once(a.count, a.placement, false, a.mbox, a.limits) {
             Ok(o) => {
                 let s = o.elapsed.as_secs_f64();
                 trips.push(o.round_trips as f64 / s);
@@ -665,7 +674,7 @@ fn ping_pong_records(a: &PingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     ];
     // One more run that times every round trip (timing costs a little throughput).
     let lat_count = a.count.min(1_000_000);
-    match ping_pong::run_once(lat_count, a.placement, true, a.mbox) {
+    match ping_pong::run_once(lat_count, a.placement, true, a.mbox, a.limits) {
         Ok(o) => {
             if let Some(h) = o.latency {
                 for (metric, q) in [
@@ -943,7 +952,7 @@ fn named_ping_pong_records(a: &NamedPingPongArgs, runs: usize, machine: &Machine
     let p = params(merge(json!({ "count": a.count }), a.placement.params()));
     sampled("named-ping-pong", &variant, &p, runs, machine, || {
         let rate = |m: Mailbox| {
-            ping_pong::run_once(a.count, a.placement, false, m)
+            ping_pong::run_once(a.count, a.placement, false, m, false)
                 .map(|o| 2.0 * o.round_trips as f64 / o.elapsed.as_secs_f64())
         };
         let direct = rate(Mailbox::Direct)?;

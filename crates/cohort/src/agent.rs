@@ -3,7 +3,8 @@
 use crate::cell::DynCell;
 use crate::coop::{Coop, CoopHandle, CoopInner, DeregReason};
 use crate::env::Environment;
-use crate::error::{RegisterError, SubscribeError};
+use crate::error::{LimitError, RegisterError, SubscribeError};
+use crate::limits::MessageLimits;
 use crate::mbox::Mbox;
 use crate::message::{Envelope, Mutable};
 use crate::state::DEFAULT_STATE;
@@ -215,8 +216,13 @@ impl<'a, A: Agent> Context<'a, A> {
         let register = named.is_some() && !self.subs.has_any(id, key);
         self.subs
             .add(state, action, id, key, type_name, handler, named.clone())?;
-        if let (true, Some(n)) = (register, named) {
-            n.subscribe(key, self.cell_arc());
+        if let (true, Some(n)) = (register, named)
+            && let Err(e) = n.subscribe(key, type_name(), self.cell_arc())
+        {
+            // Refused (a unique-subscribers mailbox taken): take the new entry out without
+            // unregistering, since it never was registered.
+            self.subs.forget(id, key);
+            return Err(e);
         }
         Ok(())
     }
@@ -275,6 +281,38 @@ impl<'a, A: Agent> Context<'a, A> {
         )
     }
 
+    /// Subscribes `handler` to mutable messages of type `M` arriving through `mbox`: the
+    /// agent's own direct mailbox (as [`Context::on_mut`]) or a unique-subscribers mailbox
+    /// ([`Environment::unique_subscribers_mbox`](crate::Environment::unique_subscribers_mbox)),
+    /// whose one subscriber of `Mutable<M>` this agent becomes.
+    ///
+    /// Errors: [`SubscribeError::MutableOnMultiConsumer`] on a multi-consumer mailbox,
+    /// [`SubscribeError::UniqueSubscriberTaken`] if another agent already subscribed to
+    /// `Mutable<M>` there, [`SubscribeError::ForeignDirectMailbox`] on another agent's direct
+    /// mailbox, [`SubscribeError::AlreadySubscribed`] for a second handler.
+    pub fn subscribe_mut<M, F>(&mut self, mbox: &Mbox, handler: F) -> Result<(), SubscribeError>
+    where
+        M: Send + 'static,
+        F: for<'c> FnMut(&mut A, M, &mut Context<'c, A>) + Send + 'static,
+    {
+        if let Some(named) = mbox.as_named()
+            && !named.is_single_consumer()
+        {
+            return Err(SubscribeError::MutableOnMultiConsumer {
+                message_type: std::any::type_name::<Mutable<M>>(),
+                mailbox: named.display_name(),
+            });
+        }
+        self.add_entry(
+            DEFAULT_STATE,
+            HANDLE,
+            Some(mbox),
+            TypeId::of::<Mutable<M>>(),
+            std::any::type_name::<Mutable<M>>,
+            mutable_handler(handler),
+        )
+    }
+
     /// Subscribes `handler` to immutable messages of type `M` arriving through `mbox`: the
     /// agent's own direct mailbox, or a multi-consumer mailbox
     /// ([`Environment::named_mbox`](crate::Environment::named_mbox)), where it joins every
@@ -319,6 +357,125 @@ impl<'a, A: Agent> Context<'a, A> {
         )
     }
 
+    /// Sets this agent's delivery filter for messages of type `M` on `mbox` (a
+    /// multi-consumer or unique-subscribers mailbox it is subscribed to): a message for
+    /// which `filter` returns false is not queued for this agent (other subscribers are not
+    /// affected). The filter runs on the sender's thread, once per send; setting it again
+    /// replaces it. It ends with the subscription. A filter for mutable messages is declared
+    /// for `Mutable<M>`.
+    ///
+    /// Errors: [`SubscribeError::FilterOnDirectMailbox`] on a direct mailbox,
+    /// [`SubscribeError::FilterWithoutSubscription`] before subscribing to `M` on `mbox`.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError};
+    ///
+    /// struct Price(u64);
+    /// struct Cheap;
+    /// impl Agent for Cheap {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         let prices = ctx.environment().named_mbox("prices");
+    ///         ctx.subscribe(&prices, |_: &mut Self, p: &Price, ctx: &mut Context<'_, Self>| {
+    ///             assert!(p.0 < 10); // the expensive one never arrives
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         ctx.set_delivery_filter(&prices, |p: &Price| p.0 < 10)?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let mut coop = env.new_coop();
+    /// coop.add(Cheap);
+    /// env.register_coop(coop).unwrap();
+    /// let prices = env.named_mbox("prices");
+    /// prices.send(Price(500));
+    /// prices.send(Price(5));
+    /// env.wait();
+    /// ```
+    pub fn set_delivery_filter<M, F>(
+        &mut self,
+        mbox: &Mbox,
+        filter: F,
+    ) -> Result<(), SubscribeError>
+    where
+        M: Send + Sync + 'static,
+        F: Fn(&M) -> bool + Send + Sync + 'static,
+    {
+        let message_type = std::any::type_name::<M>();
+        let Some(named) = mbox.as_named() else {
+            return Err(SubscribeError::FilterOnDirectMailbox { message_type });
+        };
+        let key = TypeId::of::<M>();
+        if !self.subs.has_any(named.id(), key) {
+            return Err(SubscribeError::FilterWithoutSubscription { message_type });
+        }
+        // SAFETY: the filter is kept under the key `TypeId::of::<M>()`, which only envelopes
+        // of `M` carry (or of the `M` of `Mutable<M>`, laid out alike).
+        let f: crate::named::Filter = Arc::new(move |e: &Envelope| filter(unsafe { e.get::<M>() }));
+        if named.set_filter(key, self.cell.as_ptr(), Some(f)) {
+            Ok(())
+        } else {
+            Err(SubscribeError::FilterWithoutSubscription { message_type })
+        }
+    }
+
+    /// Removes this agent's delivery filter for `M` on `mbox`; true if there was a
+    /// subscription to remove it from.
+    pub fn drop_delivery_filter<M: 'static>(&mut self, mbox: &Mbox) -> bool {
+        match mbox.as_named() {
+            Some(named) => named.set_filter(TypeId::of::<M>(), self.cell.as_ptr(), None),
+            None => false,
+        }
+    }
+
+    /// Sets this agent's message limits (see [`MessageLimits`]): how many messages of each
+    /// type may wait in its queue, and what happens to the next one. Only in
+    /// [`Agent::define`], once; the limits hold for the agent's life and apply to messages
+    /// from every mailbox.
+    ///
+    /// Errors: [`LimitError::NotInDefine`] outside `define`, [`LimitError::AlreadySet`] the
+    /// second time, [`LimitError::DuplicateType`] / [`LimitError::DuplicateDefault`] for a
+    /// type (or the default) limited twice.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError, MessageLimits};
+    ///
+    /// struct Tick;
+    /// struct Slow;
+    /// impl Agent for Slow {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.set_message_limits(MessageLimits::new().drop::<Tick>(2))?;
+    ///         ctx.on(|_: &mut Self, _: &Tick, _: &mut Context<'_, Self>| {})?;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// # let env = cohort::Environment::builder().start().unwrap();
+    /// # let mut coop = env.new_coop();
+    /// # coop.add(Slow);
+    /// # env.register_coop(coop).unwrap();
+    /// ```
+    pub fn set_message_limits(&mut self, limits: MessageLimits) -> Result<(), LimitError> {
+        let header = &self.cell().header;
+        if header.status() != crate::cell::NEW {
+            return Err(LimitError::NotInDefine);
+        }
+        if self.cell().limits().is_some() {
+            return Err(LimitError::AlreadySet);
+        }
+        let limits = limits.validated()?;
+        // SAFETY: the status is `NEW`: `define` runs on the registering thread, which has
+        // the only access to the agent; no sender reads the limits before `ACTIVE`.
+        if !unsafe { self.cell().set_limits(limits) } {
+            return Err(LimitError::AlreadySet);
+        }
+        // Subscriptions made earlier in `define` must now be counted one by one.
+        for named in self.subs.named_mboxes() {
+            named.serve_one_by_one(self.cell.as_ptr());
+        }
+        Ok(())
+    }
+
     /// Removes the subscription to immutable `M` on the direct mailbox in the default state;
     /// true if there was one. Takes effect for the next message; a handler may unsubscribe
     /// itself.
@@ -350,7 +507,7 @@ impl<'a, A: Agent> Context<'a, A> {
 
     /// The environment this agent lives in.
     pub fn environment(&self) -> Environment {
-        Environment::from_shared(self.cell().header.env.clone())
+        Environment::from_shared(self.cell().header.env.arc())
     }
 
     /// Stops the environment (deregisters every cooperation). Idempotent.

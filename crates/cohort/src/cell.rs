@@ -9,11 +9,14 @@
 use crate::agent::{Agent, Context};
 use crate::coop::{CoopInner, DeregReason};
 use crate::env::EnvShared;
+use crate::env_ref::EnvRef;
+use crate::limits::MessageLimits;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
 use crate::panic::PanicReaction;
 use crate::queue::EventQueue;
 use crate::subscription::{Handler, Subscriptions};
+use crate::trace::{self, TraceStep};
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::cell::UnsafeCell;
@@ -48,7 +51,9 @@ pub(crate) struct Header {
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
     /// only after observing `ACTIVE` or later (acquire).
     queue: UnsafeCell<Option<Arc<EventQueue>>>,
-    pub(crate) env: Arc<EnvShared>,
+    /// The environment, and the agent's message limits once it declared some (one word:
+    /// see [`EnvRef`]).
+    pub(crate) env: EnvRef<EnvShared, MessageLimits>,
 }
 
 impl Header {
@@ -59,7 +64,7 @@ impl Header {
             panic_reaction: UnsafeCell::new(None),
             agent_dropped: UnsafeCell::new(false),
             queue: UnsafeCell::new(None),
-            env,
+            env: EnvRef::new(env),
         }
     }
 
@@ -162,6 +167,22 @@ impl<B: ?Sized + ErasedBody> Drop for AgentCell<B> {
 }
 
 impl DynCell {
+    /// The agent's message limits, if it declared any.
+    #[inline(always)]
+    pub(crate) fn limits(&self) -> Option<&MessageLimits> {
+        self.header.env.limits()
+    }
+
+    /// Sets the agent's message limits; false if they were already set.
+    ///
+    /// # Safety
+    /// Called by the registering thread, in `define`, while the status is `NEW`.
+    pub(crate) unsafe fn set_limits(&self, limits: MessageLimits) -> bool {
+        // SAFETY: only the registering thread calls it (caller); senders read the limits
+        // after observing `ACTIVE`, published after `define`.
+        unsafe { self.header.env.set_limits(limits) }
+    }
+
     /// Drops the agent value now (its cooperation will never run it): breaks the cycles that
     /// mailboxes held by agents form (an agent holding its own or a peer's mailbox).
     ///
@@ -252,6 +273,10 @@ pub(crate) struct AgentRef {
 }
 
 const OWNED: usize = 1;
+/// The message was counted by one of the agent's message limits when queued (bit 1 of the
+/// mailbox id, free like bit 0).
+const COUNTED: usize = 2;
+const FLAGS: usize = OWNED | COUNTED;
 
 // SAFETY: a `DynCell` is `Sync`; an owned ref is an `Arc`, a borrowed one never leaves the
 // thread that runs the agent's queue.
@@ -265,7 +290,7 @@ impl AgentRef {
     /// until its cooperation releases it, which happens after this demand runs.
     #[inline]
     pub(crate) unsafe fn borrowed(cell: &Arc<DynCell>, mbox: MboxId) -> Self {
-        debug_assert_eq!(mbox.0 & OWNED, 0);
+        debug_assert_eq!(mbox.0 & FLAGS, 0);
         Self {
             ptr: NonNull::from(&**cell),
             mbox_and_owned: mbox.0,
@@ -278,7 +303,7 @@ impl AgentRef {
     /// As for [`AgentRef::borrowed`].
     #[inline]
     pub(crate) unsafe fn borrowed_ptr(cell: NonNull<DynCell>, mbox: MboxId) -> Self {
-        debug_assert_eq!(mbox.0 & OWNED, 0);
+        debug_assert_eq!(mbox.0 & FLAGS, 0);
         Self {
             ptr: cell,
             mbox_and_owned: mbox.0,
@@ -288,13 +313,39 @@ impl AgentRef {
     /// An owned reference (one strong count).
     #[inline]
     pub(crate) fn owned(cell: Arc<DynCell>, mbox: MboxId) -> Self {
-        debug_assert_eq!(mbox.0 & OWNED, 0);
+        debug_assert_eq!(mbox.0 & FLAGS, 0);
         // SAFETY: `Arc::into_raw` never returns null.
         let ptr = unsafe { NonNull::new_unchecked(Arc::into_raw(cell) as *mut DynCell) };
         Self {
             ptr,
             mbox_and_owned: mbox.0 | OWNED,
         }
+    }
+
+    /// Marks the message as counted by a message limit (when `counted`).
+    #[inline(always)]
+    pub(crate) fn counted(mut self, counted: bool) -> Self {
+        self.mbox_and_owned |= usize::from(counted) << 1;
+        self
+    }
+
+    /// Counts a message out of its message limit, if it was counted in.
+    #[inline(always)]
+    fn release_limit(&self, msg: &Envelope) {
+        if self.mbox_and_owned & COUNTED != 0 {
+            // SAFETY: the cell is alive while this reference exists (see constructors).
+            release_limit(unsafe { self.ptr.as_ref() }, msg)
+        }
+    }
+
+    /// Counts a demand that will never run as undelivered.
+    pub(crate) fn reject(self, msg: Envelope, why: DeliveryFailure) {
+        if self.mbox_and_owned & COUNTED != 0
+            && let Some(limits) = self.header().env.limits()
+        {
+            limits.release_rejected(msg.key());
+        }
+        self.header().dead_letter(msg, why)
     }
 
     #[inline]
@@ -306,7 +357,8 @@ impl AgentRef {
     /// Runs a message on the agent. Called by the thread that runs the agent's queue.
     #[inline]
     pub(crate) fn handle(self, msg: Envelope) {
-        let mbox = MboxId(self.mbox_and_owned & !OWNED);
+        self.release_limit(&msg);
+        let mbox = MboxId(self.mbox_and_owned & !FLAGS);
         // SAFETY: demands run on the thread that runs the agent's queue, one at a time, and
         // the cell is alive (constructors).
         unsafe { self.ptr.as_ref().body() }.handle(self.ptr, mbox, msg);
@@ -320,6 +372,13 @@ impl Drop for AgentRef {
             // SAFETY: an owned ref holds one strong count taken by `Arc::into_raw`.
             unsafe { drop(Arc::from_raw(self.ptr.as_ptr() as *const DynCell)) }
         }
+    }
+}
+
+#[inline(never)]
+fn release_limit(cell: &DynCell, msg: &Envelope) {
+    if let Some(limits) = cell.limits() {
+        limits.release(msg.key());
     }
 }
 
@@ -362,6 +421,21 @@ pub(crate) struct AgentBody<A: Agent> {
 unsafe impl<A: Agent> Send for AgentBody<A> {}
 
 impl<A: Agent> AgentBody<A> {
+    #[cold]
+    fn trace_handled(&self, this: NonNull<DynCell>, mbox: MboxId, message_type: &'static str) {
+        // SAFETY: the cell is alive while its demands run.
+        let cell = unsafe { this.as_ref() };
+        let agent = cell.mbox_id();
+        let name = self.agent.name();
+        cell.header.env.trace(&trace::TraceEvent {
+            step: TraceStep::Handled,
+            message_type,
+            mbox: Some(mbox),
+            agent: Some(agent),
+            agent_name: Some(&name),
+        });
+    }
+
     #[cold]
     pub(crate) fn on_panic(
         &mut self,
@@ -418,6 +492,9 @@ impl<A: Agent> AgentBody<A> {
         msg: Envelope,
     ) {
         let type_name = msg.type_name_fn();
+        if trace::on() {
+            self.trace_handled(this, mbox, type_name());
+        }
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));

@@ -108,7 +108,7 @@ impl AnyMessage {
     /// Sends this message on to `to`, as it is (immutable or mutable): what a forwarding
     /// mailbox does. A mutable message to a multi-consumer mailbox is refused.
     pub fn forward(self, to: &Mbox) -> Result<(), crate::SendError> {
-        to.deliver_envelope(self.envelope)
+        to.deliver_envelope(self.envelope, 0)
     }
 
     /// The message's type: `TypeId::of::<M>()` for an immutable `M`, of

@@ -23,6 +23,19 @@ pub enum DeliveryFailure {
     /// The message chain it was sent to (through its mailbox) is full and refuses more
     /// ([`Overflow::Error`](crate::mchain::Overflow::Error)).
     ChainFull,
+    /// The receiver's message limit for this type was reached (the `drop` action).
+    LimitReached,
+    /// Message limits redirected (or transformed) it more than
+    /// [`MAX_REDIRECT_DEPTH`](crate::defaults::MAX_REDIRECT_DEPTH) times: a redirect loop.
+    RedirectLoop,
+    /// A mutable message was redirected by a message limit to a multi-consumer mailbox
+    /// (only single-consumer ones carry mutable messages), or an immutable one that cannot
+    /// be shared reached several subscribers.
+    MutableToMultiConsumer,
+    /// A message limit's transform function panicked.
+    TransformPanicked,
+    /// A subscriber's delivery filter panicked (the message is not delivered to it).
+    FilterPanicked,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -39,6 +52,17 @@ impl fmt::Display for DeliveryFailure {
             }
             DeliveryFailure::ChainClosed => "the message chain is closed",
             DeliveryFailure::ChainFull => "the message chain is full",
+            DeliveryFailure::LimitReached => {
+                "the receiver's message limit for this type is reached"
+            }
+            DeliveryFailure::RedirectLoop => {
+                "message limits redirected it too many times (a redirect loop)"
+            }
+            DeliveryFailure::MutableToMultiConsumer => {
+                "a mutable message was redirected to a multi-consumer mailbox"
+            }
+            DeliveryFailure::TransformPanicked => "a message limit's transform function panicked",
+            DeliveryFailure::FilterPanicked => "a delivery filter panicked",
         })
     }
 }

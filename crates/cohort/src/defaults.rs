@@ -74,6 +74,7 @@ pub const TIMER_QUEUE: crate::timer::TimerQueue = crate::timer::TimerQueue::Whee
 /// wheel sorts: 1 ms keeps a slot's worth of timers small for the usual delays (milliseconds
 /// to seconds) while six levels of 64 slots span 2.2 years.
 pub const TIMER_WHEEL_TICK: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// What a full bounded message chain does when its parameters say nothing: refuse the send
 /// with a typed error ([`MchainError::Full`](crate::mchain::MchainError::Full)), the reaction
 /// that loses nothing silently and makes the sender decide.
@@ -92,3 +93,10 @@ pub const MCHAIN_OVERFLOW: crate::mchain::Overflow = crate::mchain::Overflow::Er
 /// Zero loses little when cores are idle and a lot less when they are not. Raise it with
 /// [`PendingReply::spin`](crate::PendingReply::spin) on machines with cores to spare.
 pub const REPLY_SPIN: std::time::Duration = std::time::Duration::ZERO;
+/// How many times a message may be redirected (or transformed) by message limits on its way
+/// to an agent before it is dropped as a loop ([`DeliveryFailure::RedirectLoop`]). Agents
+/// whose full queues redirect to one another would otherwise bounce a message forever; a
+/// legitimate chain of overflow targets is a handful of hops (SObjectizer allows 32).
+///
+/// [`DeliveryFailure::RedirectLoop`]: crate::DeliveryFailure::RedirectLoop
+pub const MAX_REDIRECT_DEPTH: usize = 32;

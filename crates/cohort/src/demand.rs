@@ -89,9 +89,7 @@ impl Demand {
     /// Counts a demand that will never run (its queue is gone) as undelivered.
     pub(crate) fn reject(self) {
         match self {
-            Demand::Message { agent, msg, .. } => agent
-                .header()
-                .dead_letter(msg, DeliveryFailure::ReceiverGone),
+            Demand::Message { agent, msg, .. } => agent.reject(msg, DeliveryFailure::ReceiverGone),
             Demand::Control(Control::Broadcast { targets, msg }) => {
                 for cell in targets.cells.iter() {
                     cell.header

@@ -17,10 +17,11 @@ use crate::mbox::Mbox;
 use crate::named::NamedMbox;
 use crate::panic::PanicReaction;
 use crate::stats::{RuntimeStats, StatsConfig, StatsSwitch};
+use crate::trace::{self, MessageTracing, TraceEvent, TraceStep};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 /// Runs an environment on the calling thread until it stops.
@@ -69,6 +70,7 @@ pub struct EnvironmentBuilder {
     dead_letter_hook: Option<DeadLetterHook>,
     worker_spin: Duration,
     timer_queue: crate::timer::TimerQueue,
+    message_tracing: Option<MessageTracing>,
 }
 
 impl Default for EnvironmentBuilder {
@@ -79,6 +81,7 @@ impl Default for EnvironmentBuilder {
             dead_letter_hook: None,
             worker_spin: defaults::WORKER_SPIN,
             timer_queue: defaults::TIMER_QUEUE,
+            message_tracing: None,
         }
     }
 }
@@ -117,6 +120,13 @@ impl EnvironmentBuilder {
     /// Default: [`defaults::TIMER_QUEUE`].
     pub fn timer_queue(mut self, queue: crate::timer::TimerQueue) -> Self {
         self.timer_queue = queue;
+        self
+    }
+
+    /// Traces message delivery from the start (see [`MessageTracing`]). Default: off.
+    /// [`Environment::set_message_tracing`] changes it at run time.
+    pub fn message_tracing(mut self, tracing: MessageTracing) -> Self {
+        self.message_tracing = Some(tracing);
         self
     }
 
@@ -175,7 +185,12 @@ impl EnvironmentBuilder {
             stats_on: Arc::new(AtomicBool::new(false)),
             stats_thread: Mutex::new(None),
             timers: crate::timer::TimerService::new(self.timer_queue),
+            tracer: RwLock::new(None),
+            unique_named: Mutex::new(std::collections::HashMap::new()),
         });
+        if let Some(t) = self.message_tracing {
+            shared.set_tracer(Some(t));
+        }
         *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Arc::new(CoopInner::root(shared.clone())));
         let env = Environment(shared);
@@ -196,6 +211,9 @@ enum Finished {
     /// Worker threads joined.
     Joined,
 }
+
+/// Mailboxes by name, held weakly (a name lives while someone holds its mailbox).
+type MboxNames = std::collections::HashMap<Arc<str>, std::sync::Weak<IndirectMbox>>;
 
 /// The state shared by every handle to one environment.
 pub(crate) struct EnvShared {
@@ -221,11 +239,23 @@ pub(crate) struct EnvShared {
     /// The thread that distributes statistics, while on.
     stats_thread: Mutex<Option<StatsThread>>,
     /// Named mailboxes alive: the same name gives the same mailbox while anyone holds it.
-    named: Mutex<std::collections::HashMap<Arc<str>, std::sync::Weak<IndirectMbox>>>,
+    named: Mutex<MboxNames>,
     /// Delayed and periodic messages, and the `cohort-timer` thread (started with the first).
     pub(crate) timers: Arc<crate::timer::TimerService>,
     /// `active_group` group names in use: name -> (dispatcher id, dispatcher name).
     group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
+    /// Named unique-subscribers mailboxes alive (a namespace of their own).
+    unique_named: Mutex<MboxNames>,
+    /// The message tracer, while tracing is on (see [`crate::trace`]).
+    tracer: RwLock<Option<Arc<MessageTracing>>>,
+}
+
+impl Drop for EnvShared {
+    fn drop(&mut self) {
+        if self.tracer.get_mut().is_ok_and(|t| t.is_some()) {
+            trace::count(false);
+        }
+    }
 }
 
 /// The `cohort-stats` thread and its stop flag.
@@ -407,9 +437,62 @@ impl EnvShared {
         self.finished_cv.notify_all();
     }
 
+    /// Replaces the message tracer (`None`: tracing off).
+    fn set_tracer(&self, t: Option<MessageTracing>) {
+        let mut slot = self.tracer.write().unwrap_or_else(|e| e.into_inner());
+        let was_on = slot.is_some();
+        *slot = t.map(Arc::new);
+        if was_on != slot.is_some() {
+            trace::count(slot.is_some());
+        }
+    }
+
+    /// Reports a delivery step to the tracer, if this environment traces.
+    #[cold]
+    pub(crate) fn trace(&self, e: &TraceEvent<'_>) {
+        let tracer = self
+            .tracer
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(t) = tracer
+            && t.emit(e).is_err()
+        {
+            self.count_panic();
+            tracing::error!("the message tracer panicked");
+        }
+    }
+
+    /// Reports a step of `msg`'s delivery to the tracer.
+    #[cold]
+    pub(crate) fn trace_step(
+        &self,
+        step: TraceStep,
+        msg: &crate::message::Envelope,
+        mbox: Option<crate::mbox::MboxId>,
+        agent: Option<crate::mbox::MboxId>,
+    ) {
+        self.trace(&TraceEvent {
+            step,
+            message_type: msg.type_name(),
+            mbox,
+            agent,
+            agent_name: None,
+        })
+    }
+
     #[cold]
     pub(crate) fn dead_letter(&self, message_type: &'static str, reason: DeliveryFailure) {
         self.dead_letters.fetch_add(1, Ordering::Relaxed);
+        if trace::on() {
+            self.trace(&TraceEvent {
+                step: TraceStep::Dropped(reason),
+                message_type,
+                mbox: None,
+                agent: None,
+                agent_name: None,
+            });
+        }
         if let Some(hook) = &self.dead_letter_hook {
             let letter = DeadLetter {
                 message_type,
@@ -525,13 +608,24 @@ impl Environment {
     /// anyone holds it). One send reaches every agent subscribed to the message's type
     /// ([`Context::subscribe`](crate::Context::subscribe)).
     pub fn named_mbox(&self, name: &str) -> Mbox {
-        let mut names = self.0.named.lock().unwrap_or_else(|e| e.into_inner());
+        self.by_name(&self.0.named, name, NamedMbox::new)
+    }
+
+    /// The mailbox called `name` in the registry `names`, made by `make` if there is none
+    /// alive.
+    fn by_name(
+        &self,
+        names: &Mutex<MboxNames>,
+        name: &str,
+        make: fn(Option<Arc<str>>, std::sync::Weak<EnvShared>) -> NamedMbox,
+    ) -> Mbox {
+        let mut names = names.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(m) = names.get(name).and_then(std::sync::Weak::upgrade) {
             return Mbox::indirect(m);
         }
         names.retain(|_, w| w.strong_count() > 0);
         let name: Arc<str> = Arc::from(name);
-        let m = Arc::new(IndirectMbox::Named(NamedMbox::new(
+        let m = Arc::new(IndirectMbox::Named(make(
             Some(name.clone()),
             Arc::downgrade(&self.0),
         )));
@@ -545,6 +639,76 @@ impl Environment {
             None,
             Arc::downgrade(&self.0),
         ))))
+    }
+
+    /// A new anonymous unique-subscribers mailbox: multi-producer, single-consumer per
+    /// message type. Each message type has at most one subscriber (a second one is
+    /// [`SubscribeError::UniqueSubscriberTaken`](crate::SubscribeError::UniqueSubscriberTaken)),
+    /// so it carries mutable messages ([`Mbox::send_mut`], [`Context::subscribe_mut`](crate::Context::subscribe_mut))
+    /// as well as immutable ones, and the subscriber of a type can change while senders keep
+    /// the mailbox.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError, Mbox};
+    ///
+    /// struct Job(Vec<u8>);
+    /// struct Sink { jobs: Mbox }
+    /// impl Agent for Sink {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.subscribe_mut(&self.jobs.clone(), |_: &mut Self, mut j: Job, ctx: &mut Context<'_, Self>| {
+    ///             j.0.push(4); // owned: no copy, no lock
+    ///             assert_eq!(j.0, [1, 2, 3, 4]);
+    ///             ctx.stop_environment();
+    ///         })?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let jobs = env.unique_subscribers_mbox();
+    /// let mut coop = env.new_coop();
+    /// coop.add(Sink { jobs: jobs.clone() });
+    /// env.register_coop(coop).unwrap();
+    /// jobs.send_mut(Job(vec![1, 2, 3])).unwrap();
+    /// env.wait();
+    /// ```
+    pub fn unique_subscribers_mbox(&self) -> Mbox {
+        Mbox::indirect(Arc::new(IndirectMbox::Named(
+            NamedMbox::new_single_consumer(None, Arc::downgrade(&self.0)),
+        )))
+    }
+
+    /// The unique-subscribers mailbox (see [`Environment::unique_subscribers_mbox`]) named
+    /// `name`: the same name gives the same mailbox while anyone holds it. These names are
+    /// their own namespace: `named_mbox("jobs")` is another (multi-consumer) mailbox.
+    ///
+    /// ```
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let a = env.named_unique_subscribers_mbox("jobs");
+    /// assert_eq!(a, env.named_unique_subscribers_mbox("jobs"));
+    /// assert_ne!(a, env.named_mbox("jobs"));
+    /// ```
+    pub fn named_unique_subscribers_mbox(&self, name: &str) -> Mbox {
+        self.by_name(&self.0.unique_named, name, NamedMbox::new_single_consumer)
+    }
+
+    /// Turns message delivery tracing on (`Some`) or off (`None`) at run time, replacing the
+    /// tracer set by [`EnvironmentBuilder::message_tracing`]. Steps already under way may
+    /// still reach the previous tracer.
+    ///
+    /// ```
+    /// use cohort::{Environment, MessageTracing};
+    ///
+    /// let env = Environment::builder().start().unwrap();
+    /// let prices = env.named_mbox("prices");
+    /// env.set_message_tracing(Some(MessageTracing::to_stderr().mbox(&prices)));
+    /// prices.send(1u64); // stderr: "cohort trace: sent msg=`u64` mbox=0x..."
+    /// env.set_message_tracing(None);
+    /// prices.send(2u64); // not traced
+    /// assert_eq!(env.dead_letters(), 2); // nobody subscribed
+    /// ```
+    pub fn set_message_tracing(&self, tracing: Option<MessageTracing>) {
+        self.0.set_tracer(tracing)
     }
 
     /// Number of named mailboxes alive.

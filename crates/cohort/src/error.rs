@@ -49,6 +49,64 @@ pub enum SubscribeError {
         /// The message type's name.
         message_type: &'static str,
     },
+    /// A unique-subscribers mailbox already has a subscriber for this message type.
+    #[error(
+        "unique-subscribers mailbox `{mailbox}` already has a subscriber for `{message_type}`: one agent per message type there (use a multi-consumer mailbox for several)"
+    )]
+    UniqueSubscriberTaken {
+        /// The message type's name.
+        message_type: &'static str,
+        /// The mailbox's name.
+        mailbox: String,
+    },
+    /// A mutable message has one receiver: a multi-consumer mailbox cannot carry it.
+    #[error(
+        "cannot subscribe to mutable `{message_type}` on multi-consumer mailbox `{mailbox}`: use a unique-subscribers mailbox or the agent's direct mailbox"
+    )]
+    MutableOnMultiConsumer {
+        /// The message type's name.
+        message_type: &'static str,
+        /// The mailbox's name.
+        mailbox: String,
+    },
+    /// Delivery filters exist only on multi-consumer and unique-subscribers mailboxes.
+    #[error(
+        "cannot set a delivery filter for `{message_type}` on a direct mailbox: filter in the handler, or subscribe through a named mailbox"
+    )]
+    FilterOnDirectMailbox {
+        /// The message type's name.
+        message_type: &'static str,
+    },
+    /// A delivery filter belongs to a subscription, which must exist first.
+    #[error(
+        "no subscription to `{message_type}` on this mailbox to filter: subscribe first, then set the delivery filter"
+    )]
+    FilterWithoutSubscription {
+        /// The message type's name.
+        message_type: &'static str,
+    },
+}
+
+/// Declaring message limits failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum LimitError {
+    /// Two limits for one message type.
+    #[error("two message limits for `{message_type}`: declare one limit per message type")]
+    DuplicateType {
+        /// The message type's name.
+        message_type: &'static str,
+    },
+    /// Two default limits.
+    #[error("two default message limits: declare at most one `default_*` limit")]
+    DuplicateDefault,
+    /// Limits were already set for this agent.
+    #[error(
+        "message limits already set for this agent: call `set_message_limits` once, with every limit"
+    )]
+    AlreadySet,
+    /// Limits are declared in `define`, before the agent can receive messages.
+    #[error("message limits can only be set in `define`: move the call there")]
+    NotInDefine,
 }
 
 /// A send was refused.

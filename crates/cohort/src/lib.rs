@@ -61,7 +61,9 @@ pub mod defaults;
 mod demand;
 pub mod dispatcher;
 mod env;
+mod env_ref;
 mod error;
+mod limits;
 mod mbox;
 pub mod mchain;
 mod message;
@@ -74,6 +76,7 @@ mod stats;
 mod subscription;
 mod sync;
 pub mod timer;
+mod trace;
 
 pub use agent::{Agent, Context, DefineError};
 pub use coop::{
@@ -87,8 +90,9 @@ pub use dispatcher::{
 };
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use error::{
-    BindError, DispatcherError, LaunchError, RegisterError, SendError, SubscribeError,
+    BindError, DispatcherError, LaunchError, LimitError, RegisterError, SendError, SubscribeError,
 };
+pub use limits::MessageLimits;
 pub use mbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
@@ -96,3 +100,4 @@ pub use request::{PendingReply, Request, RequestError, Responder};
 pub use state::{History, InState, State, StateError, Unhandled};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
 pub use timer::{TimerHandle, TimerQueue};
+pub use trace::{MessageTracing, TraceEvent, TraceStep};

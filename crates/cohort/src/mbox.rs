@@ -13,11 +13,13 @@
 use crate::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
 use crate::custom_mbox::{CustomMbox, deliver_custom};
 use crate::demand::Demand;
-use crate::error::SendError;
+use crate::error::{SendError, SubscribeError};
+use crate::limits::Admit;
 use crate::message::Envelope;
 use crate::named::NamedMbox;
+use crate::trace::{self, TraceStep};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The identity of a mailbox, unique among live mailboxes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -40,10 +42,17 @@ pub(crate) enum IndirectMbox {
 }
 
 impl IndirectMbox {
-    /// Adds `cell` as a subscriber of `key` (a named mailbox; a custom one has none).
-    pub(crate) fn subscribe(&self, key: std::any::TypeId, cell: Arc<DynCell>) {
-        if let IndirectMbox::Named(m) = self {
-            m.subscribe(self.id(), key, cell)
+    /// Adds `cell` as a subscriber of `key` (a named mailbox; a custom one has none). On a
+    /// unique-subscribers mailbox a second subscriber of one type is an error.
+    pub(crate) fn subscribe(
+        &self,
+        key: std::any::TypeId,
+        message_type: &'static str,
+        cell: Arc<DynCell>,
+    ) -> Result<(), SubscribeError> {
+        match self {
+            IndirectMbox::Named(m) => m.subscribe(key, message_type, cell),
+            IndirectMbox::Custom(_) => Err(SubscribeError::NotSubscribable { message_type }),
         }
     }
 
@@ -54,15 +63,77 @@ impl IndirectMbox {
         }
     }
 
-    /// The mailbox id: its address.
+    /// The mailbox id: the address of the named mailbox (which knows it without its
+    /// wrapper), or of the custom one's wrapper.
     pub(crate) fn id(&self) -> MboxId {
-        MboxId(self as *const Self as usize)
+        match self {
+            IndirectMbox::Named(m) => m.id(),
+            IndirectMbox::Custom(_) => MboxId(self as *const Self as usize),
+        }
+    }
+
+    /// The multi-consumer mailbox, if this is one.
+    pub(crate) fn named(&self) -> Option<&NamedMbox> {
+        match self {
+            IndirectMbox::Named(m) => Some(m),
+            IndirectMbox::Custom(_) => None,
+        }
+    }
+
+    /// Whether it allows one subscriber per message type (and so mutable messages).
+    pub(crate) fn is_single_consumer(&self) -> bool {
+        self.named().is_some_and(NamedMbox::is_single_consumer)
+    }
+
+    /// The name for errors: the name, or `<anonymous>`.
+    pub(crate) fn display_name(&self) -> String {
+        self.name().unwrap_or("<anonymous>").to_string()
+    }
+
+    /// Sets or removes `cell`'s delivery filter for `key` (see [`NamedMbox::set_filter`]);
+    /// false on a custom mailbox.
+    pub(crate) fn set_filter(
+        &self,
+        key: std::any::TypeId,
+        cell: *const DynCell,
+        f: Option<crate::named::Filter>,
+    ) -> bool {
+        self.named().is_some_and(|n| n.set_filter(key, cell, f))
+    }
+
+    /// Serves `cell` one by one from now on (it declared message limits).
+    pub(crate) fn serve_one_by_one(&self, cell: *const DynCell) {
+        if let Some(n) = self.named() {
+            n.serve_one_by_one(cell)
+        }
+    }
+
+    /// The environment of a named mailbox (for tracing).
+    fn env(&self) -> Option<Arc<crate::env::EnvShared>> {
+        self.named().and_then(NamedMbox::env)
     }
 
     pub(crate) fn name(&self) -> Option<&str> {
         match self {
             IndirectMbox::Named(m) => m.name(),
             IndirectMbox::Custom(t) => t.name(),
+        }
+    }
+}
+
+/// A mailbox held without keeping an agent alive (the target of a message limit's redirect
+/// or transform, kept in the agent's own cell).
+pub(crate) enum WeakMbox {
+    Direct(Weak<DynCell>),
+    Indirect(Arc<IndirectMbox>),
+}
+
+impl WeakMbox {
+    /// The mailbox, unless its agent is gone.
+    pub(crate) fn upgrade(&self) -> Option<Mbox> {
+        match self {
+            WeakMbox::Direct(w) => w.upgrade().map(Mbox::direct),
+            WeakMbox::Indirect(m) => Some(Mbox::indirect(m.clone())),
         }
     }
 }
@@ -132,6 +203,31 @@ impl Mbox {
         Self::indirect(Arc::new(IndirectMbox::Custom(Box::new(target))))
     }
 
+    #[cold]
+    fn trace_sent(&self, message_type: &'static str) {
+        let env = match &self.kind {
+            MboxKind::Direct(cell) => Some(cell.header.env.arc()),
+            MboxKind::Indirect(m) => m.env(),
+        };
+        if let Some(env) = env {
+            env.trace(&trace::TraceEvent {
+                step: TraceStep::Sent,
+                message_type,
+                mbox: Some(self.id()),
+                agent: None,
+                agent_name: None,
+            });
+        }
+    }
+
+    /// A weak handle for a message limit's target.
+    pub(crate) fn downgrade(&self) -> WeakMbox {
+        match &self.kind {
+            MboxKind::Direct(cell) => WeakMbox::Direct(Arc::downgrade(cell)),
+            MboxKind::Indirect(m) => WeakMbox::Indirect(m.clone()),
+        }
+    }
+
     /// The named (or anonymous) multi-consumer mailbox behind this handle, if it is one.
     pub(crate) fn as_named(&self) -> Option<&Arc<IndirectMbox>> {
         match &self.kind {
@@ -145,16 +241,19 @@ impl Mbox {
         matches!(&self.kind, MboxKind::Indirect(m) if matches!(**m, IndirectMbox::Custom(_)))
     }
 
-    /// Delivers an already built envelope (immutable or mutable) as `send`/`send_mut` would.
-    pub(crate) fn deliver_envelope(&self, msg: Envelope) -> Result<(), SendError> {
+    /// Delivers an already built envelope (immutable or mutable) as `send`/`send_mut` would:
+    /// a forwarded message, or one redirected or transformed by a message limit, `depth`
+    /// hops away from its first mailbox. A mutable message for a multi-consumer mailbox is
+    /// refused (and dropped).
+    pub(crate) fn deliver_envelope(&self, msg: Envelope, depth: u8) -> Result<(), SendError> {
         match &self.kind {
             MboxKind::Direct(cell) => {
-                deliver_direct(cell, msg);
+                deliver_at(cell, cell.mbox_id(), msg, depth);
                 Ok(())
             }
             MboxKind::Indirect(m) => match &**m {
-                IndirectMbox::Named(n) if !msg.is_mutable() => {
-                    n.publish_envelope(msg);
+                IndirectMbox::Named(n) if !msg.is_mutable() || n.is_single_consumer() => {
+                    n.route(msg, depth);
                     Ok(())
                 }
                 IndirectMbox::Custom(t) if !msg.is_mutable() || t.accepts_mutable() => {
@@ -177,6 +276,9 @@ impl Mbox {
     /// [`Environment::dead_letters`](crate::Environment::dead_letters)).
     #[inline]
     pub fn send<M: Send + Sync + 'static>(&self, msg: M) {
+        if trace::on() {
+            self.trace_sent(std::any::type_name::<M>());
+        }
         match &self.kind {
             MboxKind::Direct(cell) => deliver_direct(cell, Envelope::immutable(msg)),
             MboxKind::Indirect(m) => match &**m {
@@ -187,17 +289,23 @@ impl Mbox {
     }
 
     /// Sends a mutable message: its one receiver's handler (subscribed with
-    /// [`Context::on_mut`](crate::Context::on_mut)) takes it by value. Only a single-consumer
-    /// mailbox (an agent's direct mailbox) can carry one: a multi-consumer mailbox refuses it
-    /// with [`SendError::MutableToMultiConsumer`] (and the message is dropped).
+    /// [`Context::on_mut`](crate::Context::on_mut) or
+    /// [`Context::subscribe_mut`](crate::Context::subscribe_mut)) takes it by value. Only a
+    /// single-consumer mailbox (an agent's direct mailbox, or a unique-subscribers mailbox
+    /// from [`Environment::unique_subscribers_mbox`](crate::Environment::unique_subscribers_mbox))
+    /// can carry one: a multi-consumer mailbox refuses it with
+    /// [`SendError::MutableToMultiConsumer`] (and the message is dropped).
     #[inline]
     pub fn send_mut<M: Send + 'static>(&self, msg: M) -> Result<(), SendError> {
+        if trace::on() {
+            self.trace_sent(std::any::type_name::<crate::Mutable<M>>());
+        }
         match &self.kind {
             MboxKind::Direct(cell) => {
                 deliver_direct(cell, Envelope::mutable(msg));
                 Ok(())
             }
-            MboxKind::Indirect(_) => self.deliver_envelope(Envelope::mutable(msg)),
+            MboxKind::Indirect(_) => self.deliver_envelope(Envelope::mutable(msg), 0),
         }
     }
 
@@ -229,13 +337,17 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
         return reject(header, msg);
     }
     let mbox = cell_ref.mbox_id();
+    let (msg, counted) = match admit(cell_ref, mbox, msg, 0) {
+        Some(admitted) => admitted,
+        None => return,
+    };
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
     if queue.is_running_here() {
         // SAFETY: as in `deliver_direct`'s local path.
         unsafe {
             queue.push_local(Demand::Message {
-                agent: AgentRef::borrowed_ptr(cell, mbox),
+                agent: AgentRef::borrowed_ptr(cell, mbox).counted(counted),
                 msg,
             })
         }
@@ -249,10 +361,32 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
             Arc::from_raw(ptr)
         };
         queue.push_remote(Demand::Message {
-            agent: AgentRef::owned(arc, mbox),
+            agent: AgentRef::owned(arc, mbox).counted(counted),
             msg,
         })
     }
+}
+
+/// Applies the agent's message limits (if any) and traces the queueing (if on): the
+/// envelope to queue and whether it was counted, or `None` when a limit took it.
+#[inline(always)]
+fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Envelope, bool)> {
+    let header = &cell.header;
+    let agent = cell.mbox_id();
+    let admitted = match cell.limits() {
+        None => (msg, false),
+        Some(limits) => match limits.admit(&header.env, agent, msg, depth) {
+            Admit::Counted(msg) => (msg, true),
+            Admit::Free(msg) => (msg, false),
+            Admit::Taken => return None,
+        },
+    };
+    if trace::on() {
+        header
+            .env
+            .trace_step(TraceStep::Queued, &admitted.0, Some(mbox), Some(agent));
+    }
+    Some(admitted)
 }
 
 #[cold]
@@ -273,10 +407,20 @@ fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
 /// Delivers `msg` to the agent of `cell`, as arriving through mailbox `mbox`.
 #[inline(always)]
 pub(crate) fn deliver_to(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope) {
+    deliver_at(cell, mbox, msg, 0)
+}
+
+/// As [`deliver_to`], for a message redirected `depth` times by message limits.
+#[inline(always)]
+pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth: u8) {
     let header = &cell.header;
     if header.status() != ACTIVE {
         return reject(header, msg);
     }
+    let (msg, counted) = match admit(cell, mbox, msg, depth) {
+        Some(admitted) => admitted,
+        None => return,
+    };
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
     if queue.is_running_here() {
@@ -284,13 +428,13 @@ pub(crate) fn deliver_to(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope) {
         // valid until the demand runs, and the local push happens on the running thread.
         unsafe {
             queue.push_local(Demand::Message {
-                agent: AgentRef::borrowed(cell, mbox),
+                agent: AgentRef::borrowed(cell, mbox).counted(counted),
                 msg,
             })
         }
     } else {
         queue.push_remote(Demand::Message {
-            agent: AgentRef::owned(cell.clone(), mbox),
+            agent: AgentRef::owned(cell.clone(), mbox).counted(counted),
             msg,
         })
     }

@@ -23,7 +23,11 @@ use std::sync::Arc;
 /// let m = Mutable(vec![1u8, 2, 3]);
 /// assert_eq!(m.0.len(), 3);
 /// ```
+///
+/// `#[repr(transparent)]`: a `Mutable<M>` is laid out as an `M`, so a message limit or a
+/// delivery filter declared for `Mutable<M>` reads the `M` a mutable envelope carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
 pub struct Mutable<M>(pub M);
 
 /// The static description of one message type in one representation.
@@ -194,6 +198,23 @@ impl Envelope {
             meta: Metas::<M>::SHARED,
             payload,
         }
+    }
+
+    /// An immutable message for any number of receivers: inline when it fits in one word
+    /// without drop glue (copied per receiver), else shared through one `Arc`.
+    #[inline]
+    pub(crate) fn for_many<M: Send + Sync + 'static>(msg: M) -> Self {
+        if is_inline::<M>() && !std::mem::needs_drop::<M>() {
+            Envelope::immutable(msg)
+        } else {
+            Envelope::shared(Arc::new(msg))
+        }
+    }
+
+    /// Whether [`Envelope::duplicate`] can copy it for another receiver.
+    #[inline]
+    pub(crate) fn can_duplicate(&self) -> bool {
+        self.meta.copy.is_some()
     }
 
     /// A mutable message, handed to its one receiver by value.

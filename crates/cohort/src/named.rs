@@ -1,25 +1,35 @@
-//! Multi-producer, multi-consumer mailboxes: named (the same name gives the same mailbox)
-//! and anonymous. One send reaches every agent subscribed to the message's type, with one
-//! shared allocation (none for payloads of one word without drop glue, copied per receiver).
+//! Multi-producer mailboxes that are not an agent's own: multi-consumer ones, named (the
+//! same name gives the same mailbox) and anonymous, and unique-subscribers ones (one
+//! subscriber per message type, so they can carry mutable messages). One send reaches every
+//! agent subscribed to the message's type, with one shared allocation (none for payloads of
+//! one word without drop glue, copied per receiver).
 //!
 //! Subscribers are kept per message type, so a send looks up its type once and then walks
 //! exactly the agents that want it. Subscribing and unsubscribing (rare) take the write lock;
 //! sends take the read lock, so concurrent senders do not contend with each other.
 //!
-//! A queue with a single subscriber of the type gets the message as a direct send would
-//! deliver it (one message demand, no broadcast targets to share): a named mailbox with one
-//! subscriber costs about what a direct mailbox does.
+//! Plain subscribers are grouped by queue and get one broadcast demand per queue. A
+//! subscriber with a delivery filter or message limits (and every subscriber of a
+//! unique-subscribers mailbox) is served one by one: its filter runs on the sender's thread,
+//! and its message is queued (and counted by its limits) like a direct send.
+//!
+//! A queue with a single plain subscriber of the type gets the message as a direct send
+//! would deliver it (one message demand, no broadcast targets to share): a named mailbox
+//! with one subscriber costs about what a direct mailbox does.
 
 use crate::cell::DynCell;
 use crate::dead_letter::DeliveryFailure;
 use crate::demand::{BroadcastTargets, Demand};
 use crate::env::EnvShared;
-use crate::mbox::MboxId;
-use crate::message::{Envelope, is_inline};
+use crate::error::SubscribeError;
+use crate::mbox::{MboxId, deliver_at};
+use crate::message::Envelope;
 use crate::queue::EventQueue;
+use crate::trace::{self, TraceStep};
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, RwLock, Weak};
 
 /// Hashes a `TypeId`, which is already a hash: keeps its bits rather than hashing them again
@@ -52,6 +62,24 @@ type ByType = HashMap<TypeId, TypeSubscribers, BuildHasherDefault<TypeIdHasher>>
 #[derive(Default)]
 struct TypeSubscribers {
     groups: Vec<(Arc<EventQueue>, Arc<BroadcastTargets>)>,
+    /// Subscribers served one by one (a filter, message limits, or a unique-subscribers
+    /// mailbox). Shared so that a send delivers to them after releasing the lock (a limit
+    /// may redirect back into this mailbox); copied on change if a send still holds it.
+    singles: Arc<Vec<Single>>,
+}
+
+/// A delivery filter: whether a message goes to one subscriber.
+pub(crate) type Filter = Arc<dyn Fn(&Envelope) -> bool + Send + Sync>;
+
+/// A subscriber served one by one.
+#[derive(Clone)]
+struct Single {
+    cell: Arc<DynCell>,
+    filter: Option<Filter>,
+}
+
+fn is_cell(c: &Arc<DynCell>, cell: *const DynCell) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(c), cell)
 }
 
 impl TypeSubscribers {
@@ -70,18 +98,30 @@ impl TypeSubscribers {
         }
     }
 
-    fn remove(&mut self, cell: *const DynCell) {
+    /// Removes `cell`; returns its `Arc` if it was there.
+    fn remove(&mut self, cell: *const DynCell) -> Option<Arc<DynCell>> {
+        let mut found = None;
         for (_, t) in self.groups.iter_mut() {
-            if t.cells
-                .iter()
-                .any(|c| std::ptr::addr_eq(Arc::as_ptr(c), cell))
-            {
-                Arc::make_mut(t)
-                    .cells
-                    .retain(|c| !std::ptr::addr_eq(Arc::as_ptr(c), cell));
+            if let Some(c) = t.cells.iter().find(|c| is_cell(c, cell)) {
+                found = Some(c.clone());
+                Arc::make_mut(t).cells.retain(|c| !is_cell(c, cell));
             }
         }
         self.groups.retain(|(_, t)| !t.cells.is_empty());
+        if let Some(i) = self.singles.iter().position(|s| is_cell(&s.cell, cell)) {
+            found = Some(Arc::make_mut(&mut self.singles).remove(i).cell);
+        }
+        found
+    }
+
+    fn is_empty(&self) -> bool {
+        self.groups.is_empty() && self.singles.is_empty()
+    }
+
+    /// How many agents receive a message of this type (before filters).
+    fn receivers(&self) -> usize {
+        let grouped: usize = self.groups.iter().map(|(_, t)| t.cells.len()).sum();
+        grouped + self.singles.len()
     }
 }
 
@@ -89,6 +129,8 @@ impl TypeSubscribers {
 pub(crate) struct NamedMbox {
     name: Option<Arc<str>>,
     env: Weak<EnvShared>,
+    /// A unique-subscribers mailbox: one subscriber per message type.
+    single_consumer: bool,
     subscribers: RwLock<ByType>,
 }
 
@@ -97,19 +139,67 @@ impl NamedMbox {
         Self {
             name,
             env,
+            single_consumer: false,
             subscribers: RwLock::new(ByType::default()),
         }
+    }
+
+    /// A unique-subscribers mailbox.
+    pub(crate) fn new_single_consumer(name: Option<Arc<str>>, env: Weak<EnvShared>) -> Self {
+        Self {
+            single_consumer: true,
+            ..Self::new(name, env)
+        }
+    }
+
+    /// Whether it allows one subscriber per message type (and so mutable messages).
+    pub(crate) fn is_single_consumer(&self) -> bool {
+        self.single_consumer
+    }
+
+    /// The environment, if it is still alive.
+    pub(crate) fn env(&self) -> Option<Arc<EnvShared>> {
+        self.env.upgrade()
+    }
+
+    /// The name for errors: the name, or `<anonymous>`.
+    pub(crate) fn display_name(&self) -> String {
+        self.name().unwrap_or("<anonymous>").to_string()
     }
 
     pub(crate) fn name(&self) -> Option<&str> {
         self.name.as_deref()
     }
 
-    /// Adds `cell` as a subscriber of `key`; `mbox` is this mailbox's id (the address of the
-    /// [`IndirectMbox`](crate::mbox::IndirectMbox) that holds it).
-    pub(crate) fn subscribe(&self, mbox: MboxId, key: TypeId, cell: Arc<DynCell>) {
+    /// The mailbox id: its address.
+    pub(crate) fn id(&self) -> MboxId {
+        MboxId(self as *const Self as usize)
+    }
+
+    /// Adds `cell` as a subscriber of `key`; on a unique-subscribers mailbox, a second
+    /// subscriber of one type is an error.
+    pub(crate) fn subscribe(
+        &self,
+        key: TypeId,
+        message_type: &'static str,
+        cell: Arc<DynCell>,
+    ) -> Result<(), SubscribeError> {
         let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        subs.entry(key).or_default().add(mbox, cell);
+        let t = subs.entry(key).or_default();
+        if self.single_consumer {
+            if !t.is_empty() {
+                return Err(SubscribeError::UniqueSubscriberTaken {
+                    message_type,
+                    mailbox: self.display_name(),
+                });
+            }
+            Arc::make_mut(&mut t.singles).push(Single { cell, filter: None });
+        } else if cell.limits().is_some() {
+            Arc::make_mut(&mut t.singles).push(Single { cell, filter: None });
+        } else {
+            t.add(self.id(), cell);
+        }
+        Ok(())
     }
 
     /// Removes `cell` from the subscribers of `key`.
@@ -117,8 +207,42 @@ impl NamedMbox {
         let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
         if let Some(t) = subs.get_mut(&key) {
             t.remove(cell);
-            if t.groups.is_empty() {
+            if t.is_empty() {
                 subs.remove(&key);
+            }
+        }
+    }
+
+    /// Sets (or with `None` removes) `cell`'s delivery filter for `key`; false if `cell` is
+    /// not subscribed to `key` here.
+    pub(crate) fn set_filter(&self, key: TypeId, cell: *const DynCell, f: Option<Filter>) -> bool {
+        let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        let Some(t) = subs.get_mut(&key) else {
+            return false;
+        };
+        if let Some(i) = t.singles.iter().position(|s| is_cell(&s.cell, cell)) {
+            Arc::make_mut(&mut t.singles)[i].filter = f;
+            return true;
+        }
+        match t.remove(cell) {
+            Some(cell) => {
+                Arc::make_mut(&mut t.singles).push(Single { cell, filter: f });
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Serves `cell` one by one from now on (it declared message limits after subscribing).
+    pub(crate) fn serve_one_by_one(&self, cell: *const DynCell) {
+        let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        for t in subs.values_mut() {
+            if t.groups
+                .iter()
+                .any(|(_, g)| g.cells.iter().any(|c| is_cell(c, cell)))
+                && let Some(cell) = t.remove(cell)
+            {
+                Arc::make_mut(&mut t.singles).push(Single { cell, filter: None });
             }
         }
     }
@@ -127,52 +251,50 @@ impl NamedMbox {
     /// payload shared (or, for one word without drop glue, copied).
     #[inline]
     pub(crate) fn publish<M: Send + Sync + 'static>(&self, msg: M) {
-        let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
-        let groups = match subs.get(&TypeId::of::<M>()) {
-            Some(t) => &t.groups[..],
-            None => &[],
-        };
-        if groups.is_empty() {
-            drop(subs);
-            self.no_subscriber(std::any::type_name::<M>());
-            return crate::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber);
-        }
-        let envelope = if is_inline::<M>() && !std::mem::needs_drop::<M>() {
+        let envelope = if self.single_consumer {
             Envelope::immutable(msg)
         } else {
-            Envelope::shared(Arc::new(msg))
+            Envelope::for_many(msg)
         };
-        push_to_groups(groups, envelope)
+        self.route(envelope, 0)
     }
 
-    /// Delivers an already built immutable envelope (a forwarded message) like `publish`.
-    pub(crate) fn publish_envelope(&self, msg: Envelope) {
+    /// Delivers an envelope to every subscriber of its type; `depth` counts the redirects
+    /// by message limits so far. An envelope built for one receiver (a forwarded,
+    /// redirected or transformed message) is moved into a shared one first if several
+    /// subscribers want it.
+    #[inline]
+    pub(crate) fn route(&self, msg: Envelope, depth: u8) {
         let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
-        let groups = match subs.get(&msg.key()) {
-            Some(t) => &t.groups[..],
-            None => &[],
-        };
-        if groups.is_empty() {
+        let Some(t) = subs.get(&msg.key()).filter(|t| !t.is_empty()) else {
             drop(subs);
             self.no_subscriber(msg.type_name());
             return crate::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber);
+        };
+        let mut msg = msg;
+        if !msg.can_duplicate() && t.receivers() > 1 {
+            if msg.is_mutable() {
+                return self.not_shareable(msg);
+            }
+            msg = msg.into_shareable();
         }
-        push_to_groups(groups, msg.into_shareable())
+        if t.singles.is_empty() {
+            return self.broadcast(&t.groups, msg);
+        }
+        if !t.groups.is_empty() {
+            match msg.duplicate() {
+                Some(copy) => self.broadcast(&t.groups, copy),
+                None => return self.not_shareable(msg),
+            }
+        }
+        let singles = t.singles.clone();
+        drop(subs);
+        self.deliver_one_by_one(&singles, msg, depth)
     }
 
-    #[cold]
-    fn no_subscriber(&self, message_type: &'static str) {
-        if let Some(env) = self.env.upgrade() {
-            env.dead_letter(message_type, DeliveryFailure::NoSubscriber);
-        }
-    }
-}
-
-/// One demand per receiving queue, the envelope duplicated for all but the last.
-#[inline]
-fn push_to_groups(groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)], envelope: Envelope) {
-    {
-        let mut envelope = Some(envelope);
+    #[inline]
+    fn broadcast(&self, groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)], msg: Envelope) {
+        let mut envelope = Some(msg);
         let n = groups.len();
         for (i, (queue, targets)) in groups.iter().enumerate() {
             let msg = if i + 1 == n {
@@ -182,8 +304,11 @@ fn push_to_groups(groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)], envelope:
             };
             let Some(msg) = msg else { return };
             if let [cell] = &targets.cells[..] {
-                crate::mbox::deliver_to(cell, targets.mbox, msg);
+                deliver_at(cell, targets.mbox, msg, 0);
                 continue;
+            }
+            if trace::on() {
+                self.trace_queued(targets, &msg);
             }
             let d = Demand::broadcast(targets.clone(), msg);
             if queue.is_running_here() {
@@ -192,6 +317,86 @@ fn push_to_groups(groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)], envelope:
             } else {
                 queue.push_remote(d)
             }
+        }
+    }
+
+    /// Delivers to the subscribers served one by one, through their filters (outside the
+    /// lock: a limit's redirect may come back to this mailbox).
+    fn deliver_one_by_one(&self, singles: &[Single], msg: Envelope, depth: u8) {
+        let n = singles.len();
+        let mut msg = Some(msg);
+        for (i, s) in singles.iter().enumerate() {
+            let Some(m) = msg.as_ref() else { return };
+            if let Some(f) = &s.filter {
+                match catch_unwind(AssertUnwindSafe(|| f(m))) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        if trace::on() {
+                            self.trace_filtered(&s.cell, m);
+                        }
+                        continue;
+                    }
+                    Err(_) => {
+                        self.filter_panicked(m);
+                        continue;
+                    }
+                }
+            }
+            let m = if i + 1 == n {
+                msg.take()
+            } else {
+                m.duplicate()
+            };
+            let Some(m) = m else { return };
+            deliver_at(&s.cell, self.id(), m, depth);
+        }
+    }
+
+    #[cold]
+    fn trace_queued(&self, targets: &BroadcastTargets, msg: &Envelope) {
+        if let Some(env) = self.env.upgrade() {
+            for c in &targets.cells {
+                env.trace_step(TraceStep::Queued, msg, Some(self.id()), Some(c.mbox_id()));
+            }
+        }
+    }
+
+    #[cold]
+    fn trace_filtered(&self, cell: &DynCell, msg: &Envelope) {
+        if let Some(env) = self.env.upgrade() {
+            env.trace_step(
+                TraceStep::FilteredOut,
+                msg,
+                Some(self.id()),
+                Some(cell.mbox_id()),
+            );
+        }
+    }
+
+    #[cold]
+    fn filter_panicked(&self, msg: &Envelope) {
+        tracing::error!(
+            message_type = msg.type_name(),
+            mailbox = %self.display_name(),
+            "a delivery filter panicked: the message is not delivered to that subscriber"
+        );
+        if let Some(env) = self.env.upgrade() {
+            env.count_panic();
+            env.dead_letter(msg.type_name(), DeliveryFailure::FilterPanicked);
+        }
+    }
+
+    #[cold]
+    fn not_shareable(&self, msg: Envelope) {
+        if let Some(env) = self.env.upgrade() {
+            env.dead_letter(msg.type_name(), DeliveryFailure::MutableToMultiConsumer);
+        }
+    }
+
+    #[cold]
+    fn no_subscriber(&self, message_type: &'static str) {
+        if let Some(env) = self.env.upgrade() {
+            env.dead_letter(message_type, DeliveryFailure::NoSubscriber);
         }
     }
 }

@@ -46,6 +46,12 @@ pub enum RequestError {
         "the request was dropped without a reply (the handler did not reply, or the message was discarded)"
     )]
     NotReplied,
+    /// The runtime refused the request on its way to a handler: the receiver's message limit
+    /// was reached, a limit's redirect looped, a delivery filter or transform panicked.
+    #[error(
+        "the request was refused on its way ({0}): raise the receiver's message limit or fix the redirect, filter or transform"
+    )]
+    Refused(DeliveryFailure),
 }
 
 thread_local! {
@@ -74,6 +80,13 @@ fn current_drop_error() -> RequestError {
             | DeliveryFailure::NoSubscriber
             | DeliveryFailure::TransferLoop,
         ) => RequestError::NoHandler,
+        Some(
+            why @ (DeliveryFailure::LimitReached
+            | DeliveryFailure::RedirectLoop
+            | DeliveryFailure::MutableToMultiConsumer
+            | DeliveryFailure::TransformPanicked
+            | DeliveryFailure::FilterPanicked),
+        ) => RequestError::Refused(why),
         None => RequestError::NotReplied,
     }
 }

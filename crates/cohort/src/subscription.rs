@@ -229,6 +229,18 @@ impl<A: Agent> Subscriptions<A> {
         true
     }
 
+    /// Removes the handler for (mailbox, type) without unregistering it from its mailbox
+    /// (it was never registered there).
+    pub(crate) fn forget(&mut self, mbox: MboxId, key: TypeId) {
+        self.entries.retain(|e| !(e.key == key && e.mbox == mbox));
+        self.entries.shrink_to_fit();
+    }
+
+    /// The multi-consumer and unique-subscribers mailboxes subscribed to.
+    pub(crate) fn named_mboxes(&self) -> impl Iterator<Item = &Arc<IndirectMbox>> {
+        self.entries.iter().filter_map(|e| e.named.as_ref())
+    }
+
     /// Drops every subscription, unregistering from multi-consumer mailboxes.
     pub(crate) fn clear(&mut self, cell: *const DynCell) {
         // Hooks, pending time limits and the dead-letter handler go with the subscriptions.

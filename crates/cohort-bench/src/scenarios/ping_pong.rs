@@ -10,7 +10,7 @@
 #[cfg(test)]
 use super::Dispatcher;
 use super::Placement;
-use cohort::{Agent, Context, DefineError, Mbox};
+use cohort::{Agent, Context, DefineError, Mbox, MessageLimits};
 use hdrhistogram::Histogram;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,6 +55,7 @@ struct Shared {
 
 struct Pinger {
     mailbox: Mailbox,
+    limits: bool,
     ponger: Option<Mbox>,
     count: u64,
     left: u64,
@@ -93,6 +94,9 @@ impl Pinger {
 
 impl Agent for Pinger {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        if self.limits {
+            ctx.set_message_limits(MessageLimits::new().drop::<Pong>(LIMIT))?;
+        }
         match self.mailbox {
             Mailbox::Direct => ctx.on(Self::on_pong)?,
             Mailbox::Named => {
@@ -111,8 +115,13 @@ impl Agent for Pinger {
 
 struct Ponger {
     mailbox: Mailbox,
+    limits: bool,
     pinger: Mbox,
 }
+
+/// The message limit of `--limits` runs: never reached (one message is in flight), so the
+/// run measures what counting costs.
+const LIMIT: usize = 1024;
 
 impl Ponger {
     fn on_ping(&mut self, _: &Ping, _: &mut Context<'_, Self>) {
@@ -122,6 +131,9 @@ impl Ponger {
 
 impl Agent for Ponger {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        if self.limits {
+            ctx.set_message_limits(MessageLimits::new().drop::<Ping>(LIMIT))?;
+        }
         match self.mailbox {
             Mailbox::Direct => ctx.on(Self::on_ping)?,
             Mailbox::Named => {
@@ -132,12 +144,14 @@ impl Agent for Ponger {
     }
 }
 
-/// Runs one ping-pong of `round_trips` on `placement` through `mailbox`es.
+/// Runs one ping-pong of `round_trips` on `placement` through `mailbox`es; with `limits`,
+/// both agents declare a message limit (never reached) for the message they receive.
 pub fn run_once(
     round_trips: u64,
     placement: Placement,
     record_latency: bool,
     mailbox: Mailbox,
+    limits: bool,
 ) -> Result<Outcome, String> {
     if round_trips == 0 {
         return Err("--count must be at least 1".into());
@@ -152,6 +166,7 @@ pub fn run_once(
             record_latency.then(|| Histogram::new(3).expect("3 significant digits is valid"));
         let pinger = coop.add(Pinger {
             mailbox,
+            limits,
             ponger: None,
             count: round_trips,
             left: round_trips,
@@ -166,6 +181,7 @@ pub fn run_once(
         };
         let ponger = coop.add(Ponger {
             mailbox,
+            limits,
             pinger: to_pinger,
         });
         coop.agent_mut(&pinger).ponger = Some(to_ponger.unwrap_or_else(|| ponger.mbox()));
@@ -200,9 +216,14 @@ mod tests {
             Dispatcher::ThreadPool,
             Dispatcher::WorkStealing,
         ] {
-            for m in [Mailbox::Direct, Mailbox::Named] {
+            for (m, limits) in [
+                (Mailbox::Direct, false),
+                (Mailbox::Named, false),
+                (Mailbox::Direct, true),
+            ] {
                 let d = Placement::of(d);
-                let o = crate::watchdog::within(20, move || run_once(2_000, d, true, m)).unwrap();
+                let o = crate::watchdog::within(20, move || run_once(2_000, d, true, m, limits));
+                let o = o.unwrap();
                 assert_eq!(o.round_trips, 2_000);
                 assert_eq!(o.latency.map(|h| h.len()), Some(2_000));
             }
@@ -216,7 +237,8 @@ mod tests {
                 0,
                 Placement::of(Dispatcher::OneThread),
                 false,
-                Mailbox::Direct
+                Mailbox::Direct,
+                false
             )
             .is_err()
         );
