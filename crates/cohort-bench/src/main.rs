@@ -4,6 +4,7 @@
 //! `cohort-bench full` at the seeds' sizes; each scenario is also a subcommand of its own.
 //! See docs/BENCHMARKS.md for what each scenario measures and where it comes from.
 
+mod dispatcher_cmds;
 mod machine;
 mod report;
 mod rss;
@@ -75,6 +76,8 @@ enum Command {
     /// The seed's self-send grids across max_demands_at_once, on thread_pool and
     /// work_stealing: one record per cell.
     SelfSendGrid(SelfSendGridArgs),
+    /// CPU used by an idle environment with every dispatcher started (target < 1 %).
+    IdleCpu(dispatcher_cmds::IdleCpuArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -220,6 +223,9 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        Command::IdleCpu(a) => {
+            dispatcher_cmds::idle_cpu_records(&a, cli.common.runs.unwrap_or(3), &machine)
+        }
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -240,6 +246,7 @@ enum Step {
     CountingActor(CountingActorArgs),
     ProducerConsumer(ProducerConsumerArgs),
     SelfSend(SelfSendArgs),
+    IdleCpu(dispatcher_cmds::IdleCpuArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -351,6 +358,7 @@ fn pool_ping_pongs(count: u64) -> Vec<Step> {
 
 fn quick_plan() -> Vec<Step> {
     let mut plan = vec![
+        Step::IdleCpu(dispatcher_cmds::IdleCpuArgs { seconds: 1.0 }),
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
             placement: Placement::of(Dispatcher::OneThread),
@@ -485,6 +493,10 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
                     self_send::placement_of(a.placement).label()
                 ));
                 out.extend(self_send_records(a, runs, machine));
+            }
+            Step::IdleCpu(a) => {
+                bar.set_message(format!("idle-cpu {} s", a.seconds));
+                out.extend(dispatcher_cmds::idle_cpu_records(a, runs, machine));
             }
         }
         bar.inc(1);
