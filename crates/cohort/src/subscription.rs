@@ -26,12 +26,19 @@ struct Entry<A: Agent> {
     named: Option<Arc<NamedMbox>>,
     /// The handler is out of the table, running (see [`Subscriptions::take`]).
     taken: bool,
+    /// The same handler, thread-safe (`Context::on_thread_safe`); boxed twice to keep an
+    /// entry small (one word, most entries have none).
+    shared: Option<Box<SharedHandler<A>>>,
 }
 
 /// Stands in for a handler while it runs; zero-sized, so boxing it allocates nothing.
 fn placeholder<A: Agent>() -> Handler<A> {
     Box::new(|_: &mut A, _: Envelope, _: &mut Context<'_, A>| {})
 }
+
+/// A thread-safe handler (`Context::on_thread_safe`): shares the agent, so that
+/// `adv_thread_pool` may run several at once.
+pub(crate) type SharedHandler<A> = Box<dyn Fn(&A, &Envelope) + Send + Sync>;
 
 /// The subscription table of one agent.
 pub(crate) struct Subscriptions<A: Agent> {
@@ -43,6 +50,27 @@ impl<A: Agent> Subscriptions<A> {
         Self {
             entries: Box::new([]),
         }
+    }
+
+    /// Gives the handler just added for (mailbox, type) its thread-safe form.
+    pub(crate) fn add_shared(&mut self, mbox: MboxId, key: TypeId, handler: SharedHandler<A>) {
+        if let Some(e) = self
+            .entries
+            .iter_mut()
+            .find(|e| e.key == key && e.mbox == mbox)
+        {
+            e.shared = Some(Box::new(handler));
+        }
+    }
+
+    /// The thread-safe handler for (mailbox, type), if any.
+    #[inline]
+    pub(crate) fn shared(&self, mbox: MboxId, key: TypeId) -> Option<&SharedHandler<A>> {
+        self.entries
+            .iter()
+            .find(|e| e.key == key && e.mbox == mbox)?
+            .shared
+            .as_deref()
     }
 
     /// Takes the handler for `key` arriving through `mbox` out of the table while it runs,
@@ -109,6 +137,7 @@ impl<A: Agent> Subscriptions<A> {
             handler,
             named,
             taken: false,
+            shared: None,
         });
         self.entries = v.into_boxed_slice();
         Ok(())

@@ -3,14 +3,14 @@
 #[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, fence};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, fence};
 #[cfg(loom)]
 pub(crate) use loom::thread::{Thread, current as current_thread, park};
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, fence};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, fence};
 #[cfg(not(loom))]
 pub(crate) use std::thread::{Thread, current as current_thread, park};
 

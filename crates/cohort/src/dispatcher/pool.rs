@@ -48,6 +48,9 @@ use std::time::{Duration, Instant};
 pub(crate) enum Policy {
     /// One shared FIFO run queue (`thread_pool`).
     Fifo,
+    /// As `Fifo`, and thread-safe demands run as jobs on any worker, in parallel
+    /// (`adv_thread_pool`).
+    Adv,
     /// Per-worker deques, a LIFO slot, stealing (`work_stealing`).
     Stealing,
     /// One run queue per priority (`prio_one_thread`).
@@ -124,6 +127,8 @@ pub(crate) struct Pool {
     default_fifo: Fifo,
     spin: Duration,
     injector: Injector<QueueRef>,
+    /// `adv_thread_pool`: thread-safe demands waiting for a worker.
+    jobs: Injector<Job>,
     /// One run queue per priority (priority policy only).
     by_priority: Box<[Injector<QueueRef>]>,
     stealers: Box<[Stealer<QueueRef>]>,
@@ -141,6 +146,12 @@ pub(crate) struct Pool {
     coop_queues: Mutex<CoopQueues>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     me: Weak<Pool>,
+}
+
+/// `adv_thread_pool`: a thread-safe demand and the queue it came from.
+struct Job {
+    queue: QueueRef,
+    demand: Demand,
 }
 
 #[derive(Default)]
@@ -185,6 +196,7 @@ impl Pool {
             default_fifo,
             spin,
             injector: Injector::new(),
+            jobs: Injector::new(),
             by_priority: match policy {
                 Policy::Priority(_) => (0..PRIORITIES).map(|_| Injector::new()).collect(),
                 _ => Box::new([]),
@@ -276,6 +288,9 @@ impl Pool {
 
     /// Rejects the demands of every queue still scheduled (the workers are gone).
     fn sweep(&self) {
+        while let Steal::Success(job) = self.jobs.steal() {
+            job.demand.reject();
+        }
         let runs = std::iter::once(&self.injector).chain(self.by_priority.iter());
         for inj in runs {
             while let Some(q) = Self::steal_from(inj) {
@@ -305,9 +320,34 @@ impl Pool {
         self.bound.load(Ordering::Acquire) == SHUT
     }
 
+    /// `thread_pool` or `adv_thread_pool`: one shared FIFO run queue.
+    #[inline]
+    fn is_fifo(&self) -> bool {
+        matches!(self.policy, Policy::Fifo | Policy::Adv)
+    }
+
+    /// `adv_thread_pool`: runs one waiting thread-safe demand, if any; the last one of its
+    /// queue to finish schedules the queue when an exclusive demand waits there.
+    fn run_job(&self) -> bool {
+        let job = loop {
+            match self.jobs.steal() {
+                Steal::Success(j) => break j,
+                Steal::Retry => continue,
+                Steal::Empty => return false,
+            }
+        };
+        job.demand.run_shared();
+        if job.queue.shared_finished() {
+            self.injector.push(job.queue);
+            self.wake_one();
+        }
+        true
+    }
+
     /// Whether worker `index` could find a queue to run.
     fn has_work(&self, ctx: &WorkerCtx) -> bool {
         !self.injector.is_empty()
+            || !self.jobs.is_empty()
             || self.by_priority.iter().any(|i| !i.is_empty())
             || !ctx.local.is_empty()
             || self
@@ -322,7 +362,7 @@ impl Pool {
         if let Policy::Priority(mode) = self.policy {
             return self.next_by_priority(ctx, mode);
         }
-        if self.policy == Policy::Fifo {
+        if self.is_fifo() {
             return self.next_fifo(ctx, lifo_streak);
         }
         let tick = ctx.ticks.get().wrapping_add(1);
@@ -469,6 +509,11 @@ impl Pool {
         let mut lifo_streak = 0;
         let probe = &*self.probes[index];
         loop {
+            // Thread-safe demands first: they are already ordered, and finishing them frees
+            // the exclusive demands waiting behind them.
+            if self.policy == Policy::Adv && self.run_job() {
+                continue;
+            }
             if let Some(q) = self.next_queue(&ctx, &mut lifo_streak) {
                 let t0 = probe.start();
                 let (ran, left) = self.run_turn(&ctx, q, t0.is_some());
@@ -522,7 +567,7 @@ impl Pool {
     /// more (on this worker's own deque under work stealing: soft affinity).
     /// Returns how many demands ran and (when `measure`) how many are left in the queue.
     fn run_turn(&self, ctx: &WorkerCtx, q: QueueRef, measure: bool) -> (usize, usize) {
-        if matches!(self.policy, Policy::Stealing | Policy::Fifo) {
+        if matches!(self.policy, Policy::Stealing | Policy::Fifo | Policy::Adv) {
             // Only the owner writes its turn count: a plain store, no read-modify-write.
             let turns = &self.slots[ctx.index].turns;
             turns.store(
@@ -533,6 +578,7 @@ impl Pool {
         q.begin_turn();
         let mut ran = 0;
         let mut left = 0;
+        let mut waiting = false;
         // Quoted round robin: a turn takes no more than what is left of the quota.
         let max = match self.policy {
             Policy::Priority(PrioMode::Quoted(_)) => {
@@ -549,6 +595,28 @@ impl Pool {
             for _ in 0..max {
                 // SAFETY: as above.
                 match unsafe { q.pop_local() } {
+                    Some(d) if self.policy == Policy::Adv => {
+                        if d.is_thread_safe() {
+                            // Runs on whichever worker is free, alongside other thread-safe
+                            // demands of this queue; this turn goes on to the next demand.
+                            q.shared_started();
+                            self.jobs.push(Job {
+                                queue: q.clone(),
+                                demand: d,
+                            });
+                            self.wake_one();
+                        } else if q.exclusive_may_run() {
+                            d.run(&q);
+                        } else {
+                            // Thread-safe demands still run: the last to finish schedules
+                            // the queue again; until then it is in nobody's run queue.
+                            // SAFETY: as above.
+                            unsafe { q.unpop_local(d) };
+                            waiting = true;
+                            break;
+                        }
+                        ran += 1;
+                    }
                     Some(d) => {
                         d.run(&q);
                         ran += 1;
@@ -564,11 +632,14 @@ impl Pool {
         if let Policy::Priority(PrioMode::Quoted(_)) = self.policy {
             self.spend_quota(ctx, usize::from(q.priority()), ran);
         }
+        if waiting {
+            return (ran, left);
+        }
         // SAFETY: the turn is over and the guard dropped.
         if unsafe { q.finish_turn() } {
             match self.policy {
                 Policy::Stealing => ctx.local.push(q),
-                Policy::Fifo => {
+                Policy::Fifo | Policy::Adv => {
                     // Nothing else waits: run it again here rather than hand it (and its
                     // agent's data) to another worker. Otherwise it queues behind the others.
                     if self.injector.is_empty() && !self.slots[ctx.index].is_occupied() {
@@ -640,7 +711,7 @@ impl Schedule<Demand> for Pool {
             }
             return;
         }
-        if self.policy == Policy::Fifo
+        if self.is_fifo()
             && let Some(w) = self.current_worker()
         {
             // The first queue a turn wakes runs next on this worker (no hand-off to another
@@ -717,6 +788,7 @@ impl DispatcherCore for PoolCore {
     fn stats(&self) -> DispatcherStats {
         let kind = match self.0.policy {
             Policy::Fifo => "thread_pool",
+            Policy::Adv => "adv_thread_pool",
             Policy::Stealing => "work_stealing",
             Policy::Priority(PrioMode::Strict) => "prio_one_thread::strictly_ordered",
             Policy::Priority(PrioMode::Quoted(_)) => "prio_one_thread::quoted_round_robin",
