@@ -78,6 +78,9 @@ enum Command {
     SelfSendGrid(SelfSendGridArgs),
     /// CPU used by an idle environment with every dispatcher started (target < 1 %).
     IdleCpu(dispatcher_cmds::IdleCpuArgs),
+    /// Agents with private state on 2 workers: thread_pool vs work_stealing vs a dedicated
+    /// thread per agent (executors-cache-locality).
+    Locality(dispatcher_cmds::LocalityArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -226,6 +229,9 @@ fn main() {
         Command::IdleCpu(a) => {
             dispatcher_cmds::idle_cpu_records(&a, cli.common.runs.unwrap_or(3), &machine)
         }
+        Command::Locality(a) => {
+            dispatcher_cmds::locality_records(&a, cli.common.runs.unwrap_or(3), &machine)
+        }
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -247,6 +253,7 @@ enum Step {
     ProducerConsumer(ProducerConsumerArgs),
     SelfSend(SelfSendArgs),
     IdleCpu(dispatcher_cmds::IdleCpuArgs),
+    Locality(dispatcher_cmds::LocalityArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -359,6 +366,7 @@ fn pool_ping_pongs(count: u64) -> Vec<Step> {
 fn quick_plan() -> Vec<Step> {
     let mut plan = vec![
         Step::IdleCpu(dispatcher_cmds::IdleCpuArgs { seconds: 1.0 }),
+        Step::Locality(dispatcher_cmds::locality_plan(true)),
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
             placement: Placement::of(Dispatcher::OneThread),
@@ -446,6 +454,7 @@ fn full_plan() -> Vec<Step> {
         Dispatcher::WorkStealing,
     ];
     plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
+    plan.push(Step::Locality(dispatcher_cmds::locality_plan(false)));
     plan
 }
 
@@ -497,6 +506,10 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::IdleCpu(a) => {
                 bar.set_message(format!("idle-cpu {} s", a.seconds));
                 out.extend(dispatcher_cmds::idle_cpu_records(a, runs, machine));
+            }
+            Step::Locality(a) => {
+                bar.set_message("locality");
+                out.extend(dispatcher_cmds::locality_records(a, runs, machine));
             }
         }
         bar.inc(1);

@@ -3,6 +3,7 @@
 pub mod counting_actor;
 pub mod fan_out;
 pub mod idle_cpu;
+pub mod locality;
 pub mod parallel_thread_ring;
 pub mod ping_pong;
 pub mod producer_consumer;
