@@ -5,7 +5,9 @@
 //!   A send from a handler running on this queue to an agent bound to this queue (the whole
 //!   single-thread path) pushes here: no lock, no atomic read-modify-write, no refcount.
 //! - **remote**: a lock-free MPMC segment queue (`crossbeam_queue::SegQueue`) for every other
-//!   sender, followed by a [`Wakeup::notify`].
+//!   sender, followed by a [`Wakeup::notify`]. (A sender that finds an idle pool queue and
+//!   claims it, `IDLE` to `SCHEDULED`, owns it until it hands it to a run queue: it moves the
+//!   remote half to the local tail and pushes there itself, see [`EventQueue::push_remote`].)
 //!
 //! The worker only ever executes from the local half; it moves the remote half to the local
 //! tail in batches ([`EventQueue::drain_remote`]). So the local half is the queue's one
@@ -150,6 +152,25 @@ impl<T: QueueItem> EventQueue<T> {
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
+        if let Notifier::Pool { state, scheduler } = &self.notifier
+            && state.load(Ordering::Relaxed) == IDLE
+            && state
+                .compare_exchange(IDLE, SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            // An idle pool queue that this sender just claimed: nobody runs it until it is
+            // handed to a run queue below, so the sender may fill its local half itself
+            // (acquire above: the last runner's release of IDLE), behind whatever reached the
+            // remote half before (FIFO per sender), and save the remote push and pop.
+            // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only user.
+            let local = unsafe { &mut *self.local.get() };
+            while let Some(earlier) = self.remote.pop() {
+                local.push_back(earlier);
+            }
+            local.push_back(d);
+            scheduler.schedule(self.arc());
+            return;
+        }
         self.remote.push(d);
         self.announce();
     }
@@ -235,7 +256,8 @@ impl<T: QueueItem> EventQueue<T> {
             state.store(SCHEDULED, Ordering::Relaxed);
             return true;
         }
-        state.store(IDLE, Ordering::Relaxed);
+        // Release: a sender that claims the idle queue then fills its local half.
+        state.store(IDLE, Ordering::Release);
         crate::sync::fence(Ordering::SeqCst);
         self.has_remote()
             && state
@@ -256,6 +278,11 @@ impl<T: QueueItem> EventQueue<T> {
     /// make it idle again, so that a later send finds it idle and is rejected in turn.
     #[cold]
     pub(crate) fn abandon(&self) {
+        // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers are
+        // gone: nobody runs it, and a sender claims it only once it is IDLE again (below).
+        for d in unsafe { (*self.local.get()).drain(..) } {
+            d.reject();
+        }
         self.reject_remote();
         if let Notifier::Pool { state, .. } = &self.notifier {
             state.store(IDLE, Ordering::SeqCst);
