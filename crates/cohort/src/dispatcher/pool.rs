@@ -12,9 +12,10 @@
 //!   exactly what collapses SObjectizer's individual fifo at `max_demands_at_once` = 4.
 //!   The first queue a turn wakes, and a queue with work left when nothing else waits, go to
 //!   the worker's own slot and run next there: a token passed along a chain of agents stays on
-//!   one core instead of crossing to the other worker at every hop (ThreadRing: 1-3 M to
-//!   6-10 M hops/s on 2 vCPUs). The slot is served at most [`defaults::LIFO_STREAK`] times in
-//!   a row, and another worker takes a queue stranded there by a blocked handler, as below.
+//!   one core instead of crossing to the other worker at every hop (ThreadRing: 3-5 M to
+//!   10-14 M hops/s on 2 vCPUs, with the claim-and-fill send of `EventQueue::push_remote`).
+//!   The slot is served at most [`defaults::LIFO_STREAK`] times in a row, and another
+//!   worker takes a queue stranded there by a blocked handler, as below.
 //! - **Stealing** (`work_stealing`): a queue woken by a send from a worker goes to that
 //!   worker's LIFO slot and runs next there (the message's data is hot in its cache); a queue
 //!   with work left after its turn goes to the back of the same worker's own deque (soft
