@@ -6,6 +6,7 @@
 
 mod alloc;
 mod cpu;
+mod dispatcher_cmds;
 mod machine;
 mod report;
 mod rss;
@@ -91,6 +92,11 @@ enum Command {
     RequestReply(RequestReplyArgs),
     /// Integers thread -> agent -> message chain -> thread.
     ChainThroughput(ChainThroughputArgs),
+    /// CPU used by an idle environment with every dispatcher started (target < 1 %).
+    IdleCpu(dispatcher_cmds::IdleCpuArgs),
+    /// Agents with private state on 2 workers: thread_pool vs work_stealing vs a dedicated
+    /// thread per agent (executors-cache-locality).
+    Locality(dispatcher_cmds::LocalityArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -289,6 +295,12 @@ fn main() {
         Command::ChainThroughput(a) => {
             chain_throughput_records(&a, cli.common.runs.unwrap_or(5), &machine)
         }
+        Command::IdleCpu(a) => {
+            dispatcher_cmds::idle_cpu_records(&a, cli.common.runs.unwrap_or(3), &machine)
+        }
+        Command::Locality(a) => {
+            dispatcher_cmds::locality_records(&a, cli.common.runs.unwrap_or(3), &machine)
+        }
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -314,6 +326,8 @@ enum Step {
     Timers(TimersArgs),
     RequestReply(RequestReplyArgs),
     ChainThroughput(ChainThroughputArgs),
+    IdleCpu(dispatcher_cmds::IdleCpuArgs),
+    Locality(dispatcher_cmds::LocalityArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -432,6 +446,8 @@ fn pool_ping_pongs(count: u64) -> Vec<Step> {
 
 fn quick_plan() -> Vec<Step> {
     let mut plan = vec![
+        Step::IdleCpu(dispatcher_cmds::IdleCpuArgs { seconds: 1.0 }),
+        Step::Locality(dispatcher_cmds::locality_plan(true)),
         Step::PingPong(PingPongArgs {
             count: 1_000_000,
             mbox: ping_pong::Mailbox::Direct,
@@ -559,6 +575,7 @@ fn full_plan() -> Vec<Step> {
     plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
     plan.push(timers_step(1_000_000, 1000, 3000));
     plan.extend(chain_steps(200_000, 2_000_000));
+    plan.push(Step::Locality(dispatcher_cmds::locality_plan(false)));
     plan
 }
 
@@ -626,6 +643,14 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::ChainThroughput(a) => {
                 bar.set_message(format!("chain-throughput {}", a.placement.label()));
                 out.extend(chain_throughput_records(a, runs, machine));
+            }
+            Step::IdleCpu(a) => {
+                bar.set_message(format!("idle-cpu {} s", a.seconds));
+                out.extend(dispatcher_cmds::idle_cpu_records(a, runs, machine));
+            }
+            Step::Locality(a) => {
+                bar.set_message("locality");
+                out.extend(dispatcher_cmds::locality_records(a, runs, machine));
             }
         }
         bar.inc(1);

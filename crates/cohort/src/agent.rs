@@ -264,6 +264,59 @@ impl<'a, A: Agent> Context<'a, A> {
         )
     }
 
+    /// Subscribes a *thread-safe* handler to immutable messages of type `M` on the direct
+    /// mailbox: it only reads the agent (`&A`, so `A: Sync`), and gets no context. On
+    /// `adv_thread_pool` several thread-safe handlers of one agent may run at once on
+    /// different workers, but never alongside one of its other handlers (or `start`,
+    /// `finish`); on every other dispatcher it runs as an ordinary handler.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// struct Lookup { table: Vec<u64>, served: AtomicU64 }
+    /// struct Get(usize);
+    ///
+    /// impl Agent for Lookup {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.on_thread_safe(|me: &Self, get: &Get| {
+    ///             let _ = me.table.get(get.0);
+    ///             me.served.fetch_add(1, Ordering::Relaxed);
+    ///         })?;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// # let _ = Lookup { table: vec![], served: AtomicU64::new(0) };
+    /// ```
+    pub fn on_thread_safe<M, F>(&mut self, handler: F) -> Result<(), SubscribeError>
+    where
+        A: Sync,
+        M: Send + 'static,
+        F: Fn(&A, &M) + Send + Sync + 'static,
+    {
+        let id = self.cell().mbox_id();
+        let handler = Arc::new(handler);
+        let exclusive = handler.clone();
+        self.add_entry(
+            DEFAULT_STATE,
+            HANDLE,
+            None,
+            TypeId::of::<M>(),
+            std::any::type_name::<M>,
+            immutable_handler(move |a: &mut A, m: &M, _: &mut Context<'_, A>| exclusive(a, m)),
+        )?;
+        self.subs.add_shared(
+            id,
+            TypeId::of::<M>(),
+            DEFAULT_STATE,
+            Box::new(move |a: &A, env: &Envelope| {
+                // SAFETY: found by the key `TypeId::of::<M>()`, as in `add_immutable`.
+                handler(a, unsafe { env.get::<M>() })
+            }),
+        );
+        Ok(())
+    }
+
     /// Subscribes `handler` to mutable messages of type `M` (sent with
     /// [`Mbox::send_mut`]): the handler takes the message by value.
     pub fn on_mut<M, F>(&mut self, handler: F) -> Result<(), SubscribeError>

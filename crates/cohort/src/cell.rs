@@ -254,6 +254,17 @@ impl DynCell {
         unsafe { &mut *self.body.get() }
     }
 
+    /// The body, shared (thread-safe handlers on `adv_thread_pool`).
+    ///
+    /// # Safety
+    /// No `&mut` to the body is alive while the returned reference is (exclusive handlers
+    /// never overlap thread-safe ones).
+    #[inline]
+    pub(crate) unsafe fn body_shared(&self) -> &dyn ErasedBody {
+        // SAFETY: as the caller guarantees.
+        unsafe { &*self.body.get() }
+    }
+
     /// The direct mailbox id: the cell's address.
     #[inline]
     pub(crate) fn mbox_id(&self) -> MboxId {
@@ -365,6 +376,26 @@ impl AgentRef {
     }
 }
 
+impl AgentRef {
+    /// Whether `msg` goes to a thread-safe handler of a started agent. Called by the thread
+    /// that runs the agent's queue.
+    #[inline]
+    pub(crate) fn is_thread_safe(&self, msg: &Envelope) -> bool {
+        let mbox = MboxId(self.mbox_and_owned & !OWNED);
+        // SAFETY: called by the queue's runner, which no exclusive handler overlaps.
+        unsafe { self.ptr.as_ref().body_shared() }.is_thread_safe(self.ptr, mbox, msg)
+    }
+
+    /// Runs `msg` on the agent's thread-safe handler (after [`AgentRef::is_thread_safe`]), on
+    /// any thread, alongside other thread-safe handlers of the agent but no other handler.
+    pub(crate) fn handle_shared(self, msg: Envelope) {
+        let mbox = MboxId(self.mbox_and_owned & !OWNED);
+        // SAFETY: the dispatcher runs no exclusive handler of this agent until this returns,
+        // and the cell outlives the demand (the agent cannot finish meanwhile).
+        unsafe { self.ptr.as_ref().body_shared() }.handle_shared(self.ptr, mbox, msg);
+    }
+}
+
 impl Drop for AgentRef {
     #[inline]
     fn drop(&mut self) {
@@ -392,6 +423,10 @@ pub(crate) enum DefineFailure {
 /// The agent-type-specific entry points, called through one dynamic call.
 pub(crate) trait ErasedBody: Send {
     fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope);
+    /// See [`AgentRef::is_thread_safe`].
+    fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool;
+    /// See [`AgentRef::handle_shared`].
+    fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope);
     fn start(&mut self, this: NonNull<DynCell>);
     fn finish(&mut self, this: NonNull<DynCell>);
     fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure>;
@@ -438,7 +473,7 @@ impl<A: Agent> AgentBody<A> {
 
     #[cold]
     pub(crate) fn on_panic(
-        &mut self,
+        &self,
         this: NonNull<DynCell>,
         during: &str,
         payload: Box<dyn Any + Send>,
@@ -532,6 +567,28 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             return self.handle_unmatched(this, mbox, msg);
         };
         self.run_handler(this, slot, mbox, key, handler, msg);
+    }
+
+    #[inline]
+    fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool {
+        // SAFETY: the cell is alive while its demands run, and we run its queue.
+        let header = unsafe { &this.as_ref().header };
+        // SAFETY: we run the agent's queue (caller).
+        let started = unsafe { header.started() };
+        started && header.status() != FINISHED && self.subs.shared(mbox, msg.key()).is_some()
+    }
+
+    fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
+        let Some(handler) = self.subs.shared(mbox, msg.key()) else {
+            // SAFETY: the cell is alive while its demands run.
+            let header = unsafe { &this.as_ref().header };
+            return header.dead_letter(msg, DeliveryFailure::NoHandler);
+        };
+        let type_name = msg.type_name_fn();
+        let agent: &A = &self.agent;
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| handler(agent, &msg))) {
+            self.on_panic(this, type_name(), payload);
+        }
     }
 
     fn start(&mut self, this: NonNull<DynCell>) {

@@ -86,6 +86,25 @@ impl Demand {
         }
     }
 
+    /// Whether this is a message for a thread-safe handler (`adv_thread_pool`). Called by the
+    /// thread that runs the demand's queue.
+    #[inline]
+    pub(crate) fn is_thread_safe(&self) -> bool {
+        match self {
+            Demand::Message { agent, msg } => agent.is_thread_safe(msg),
+            Demand::Control(_) => false,
+        }
+    }
+
+    /// Runs a demand for which [`Demand::is_thread_safe`] was true, on any thread.
+    pub(crate) fn run_shared(self) {
+        match self {
+            Demand::Message { agent, msg } => agent.handle_shared(msg),
+            // Never thread-safe: not reached, but never lost either.
+            control @ Demand::Control(_) => control.reject(),
+        }
+    }
+
     /// Counts a demand that will never run (its queue is gone) as undelivered.
     pub(crate) fn reject(self) {
         match self {

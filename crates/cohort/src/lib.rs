@@ -85,8 +85,8 @@ pub use coop::{
 pub use custom_mbox::{AnyMessage, CustomMbox};
 pub use dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use dispatcher::{
-    ActiveGroupBuilder, ActiveObjBuilder, Binder, DispatcherHandle, OneThreadBuilder,
-    PrioOneThreadBuilder, ThreadPoolBuilder, WorkStealingBuilder,
+    ActiveGroupBuilder, ActiveObjBuilder, AdvThreadPoolBuilder, Binder, DispatcherHandle,
+    OneThreadBuilder, PrioOneThreadBuilder, ThreadPoolBuilder, WorkStealingBuilder,
 };
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use error::{

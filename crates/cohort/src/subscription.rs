@@ -44,6 +44,9 @@ struct Entry<A: Agent> {
     named: Option<Arc<IndirectMbox>>,
     /// The handler is out of the table, running (see [`Subscriptions::take`]).
     taken: bool,
+    /// The same handler, thread-safe (`Context::on_thread_safe`); boxed twice to keep an
+    /// entry small (one word, most entries have none).
+    shared: Option<Box<SharedHandler<A>>>,
 }
 
 /// An entry's `slot`.
@@ -67,6 +70,10 @@ pub(crate) fn placeholder<A: Agent>() -> Handler<A> {
     Box::new(|_: &mut A, _: Envelope, _: &mut Context<'_, A>| {})
 }
 
+/// A thread-safe handler (`Context::on_thread_safe`): shares the agent, so that
+/// `adv_thread_pool` may run several at once.
+pub(crate) type SharedHandler<A> = Box<dyn Fn(&A, &Envelope) + Send + Sync>;
+
 /// The subscription table of one agent, with its states.
 ///
 /// Two words, as before states existed: a stateless agent pays no memory for them.
@@ -82,6 +89,36 @@ impl<A: Agent> Subscriptions<A> {
             entries: ThinVec::new(),
             machine: None,
         }
+    }
+
+    /// Gives the handler just added for (mailbox, type) in `state` its thread-safe form.
+    pub(crate) fn add_shared(
+        &mut self,
+        mbox: MboxId,
+        key: TypeId,
+        state: u16,
+        handler: SharedHandler<A>,
+    ) {
+        let want = slot(state, HANDLE);
+        if let Some(e) = self
+            .entries
+            .iter_mut()
+            .find(|e| e.key == key && e.mbox == mbox && e.slot == want)
+        {
+            e.shared = Some(Box::new(handler));
+        }
+    }
+
+    /// The thread-safe handler for (mailbox, type) in the current state, if any. (A message
+    /// that only an ancestor state handles runs its exclusive form.)
+    #[inline]
+    pub(crate) fn shared(&self, mbox: MboxId, key: TypeId) -> Option<&SharedHandler<A>> {
+        let want = slot(self.current(), HANDLE);
+        self.entries
+            .iter()
+            .find(|e| e.key == key && e.mbox == mbox && e.slot == want)?
+            .shared
+            .as_deref()
     }
 
     /// The current (innermost) state.
@@ -203,6 +240,7 @@ impl<A: Agent> Subscriptions<A> {
             handler,
             named,
             taken: false,
+            shared: None,
         });
         Ok(())
     }

@@ -8,7 +8,9 @@
 //! How a turn works (`dispatcher/pool.rs`, `run_turn`): it first moves up to `REMOTE_BATCH`
 //! (256) demands from the queue's remote half to its local half, then runs up to
 //! `max_demands_at_once` demands from the local half, then reschedules the queue at the back
-//! if anything is left in either half. So a turn runs `min(k, local + moved)` demands: with
+//! if anything is left in either half. (The first demand of a backlog is already in the local
+//! half: its sender found the queue idle, claimed it and pushed there itself.)
+//! So a turn runs `min(k, local + moved)` demands: with
 //! `k` ≤ 256 that is `k` while the backlog lasts, but a larger `k` is cut to what one drain
 //! brought in (256 on the first turn of a remote-only backlog). [`round_robin`] models exactly
 //! this, so the expectation holds for every `k`.
@@ -93,7 +95,8 @@ impl Agent for Feeder {
     }
 }
 
-/// The order in which one worker runs two queues holding `n` remote demands each, scheduled
+/// The order in which one worker runs two queues holding `n` demands each (the first in the
+/// local half, put there by the sender that claimed the idle queue, the rest remote), scheduled
 /// in `first, second` order, with `k` demands at most per turn (see the module comment).
 fn round_robin(first: char, second: char, n: usize, k: usize) -> Vec<(char, u32)> {
     struct Q {
@@ -102,10 +105,11 @@ fn round_robin(first: char, second: char, n: usize, k: usize) -> Vec<(char, u32)
         local: usize,
         next: u32,
     }
+    // The first demand found its queue idle and claimed it: it went to the local half.
     let q = |tag| Q {
         tag,
-        remote: n,
-        local: 0,
+        remote: n.saturating_sub(1),
+        local: n.min(1),
         next: 0,
     };
     let mut run_queue = VecDeque::from([q(first), q(second)]);

@@ -207,7 +207,8 @@ fn work_stealing_agent_in_a_blocked_workers_lifo_slot_is_not_stranded() {
 }
 
 /// `thread_pool`: agents pinged by the blocked handler and from outside all run on the other
-/// worker while the first one is blocked.
+/// worker while the first one is blocked (the first agent the handler pinged waits in the
+/// blocked worker's hand-off slot: it must not be stranded there).
 #[test]
 fn thread_pool_blocked_worker_does_not_stop_the_other() {
     watchdog(TIMEOUT, || {

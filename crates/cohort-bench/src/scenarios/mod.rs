@@ -3,6 +3,8 @@
 pub mod chains;
 pub mod counting_actor;
 pub mod fan_out;
+pub mod idle_cpu;
+pub mod locality;
 pub mod parallel_thread_ring;
 pub mod ping_pong;
 pub mod producer_consumer;

@@ -17,6 +17,8 @@
 //!   priority, strictly ordered or by quotas per priority.
 //! - [`work_stealing`](WorkStealingBuilder): N workers with their own run queues, a LIFO
 //!   slot for the agent a send just woke, and stealing by idle workers.
+//! - [`adv_thread_pool`](AdvThreadPoolBuilder): a `thread_pool` on which an agent's
+//!   thread-safe handlers may run in parallel.
 
 /// The `new`, `name` and `worker_spin` methods of a builder of single-queue-per-thread
 /// dispatchers (fields `name` and `worker_spin`); `$default` is the default name.
@@ -53,7 +55,8 @@ pub use active_group::ActiveGroupBuilder;
 pub use active_obj::ActiveObjBuilder;
 pub use one_thread::OneThreadBuilder;
 pub use pool_builders::{
-    PoolBindParams, PrioOneThreadBuilder, Priority, ThreadPoolBuilder, WorkStealingBuilder,
+    AdvThreadPoolBuilder, PoolBindParams, PrioOneThreadBuilder, Priority, ThreadPoolBuilder,
+    WorkStealingBuilder,
 };
 
 use crate::coop::CoopId;

@@ -214,6 +214,53 @@ impl WorkStealingBuilder {
     }
 }
 
+/// Builds an `adv_thread_pool` dispatcher: a `thread_pool` (one shared FIFO run queue, same
+/// binding parameters) on which the handlers an agent subscribed with
+/// [`Context::on_thread_safe`](crate::Context::on_thread_safe) may run in parallel on several
+/// workers. Its other handlers (and `start`, `finish`) stay exclusive: one runs only when no
+/// other handler of its queue runs, thread-safe or not. Demands still start in FIFO order per
+/// queue. Default binding: [`Fifo::Cooperation`] (exclusion then spans the cooperation's
+/// agents, as in SObjectizer), [`defaults::MAX_DEMANDS_AT_ONCE`].
+///
+/// ```
+/// use cohort::dispatcher::{Fifo, PoolBindParams};
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let adv = cohort::AdvThreadPoolBuilder::new().threads(2).build(&env).unwrap();
+/// let mut coop = env.new_coop();
+/// coop.set_binder(adv.pool_binder(PoolBindParams::new().fifo(Fifo::Individual)).unwrap());
+/// assert!(cohort::AdvThreadPoolBuilder::new().threads(0).build(&env).is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct AdvThreadPoolBuilder {
+    params: PoolParams,
+}
+
+impl Default for AdvThreadPoolBuilder {
+    fn default() -> Self {
+        Self {
+            params: PoolParams {
+                name: "adv_thread_pool".into(),
+                threads: defaults::pool_threads(),
+                worker_spin: defaults::WORKER_SPIN,
+            },
+        }
+    }
+}
+
+impl AdvThreadPoolBuilder {
+    /// Default parameters (name `"adv_thread_pool"`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pool_builder_setters!();
+
+    /// Starts the workers and registers the dispatcher with `env`.
+    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+        self.params.build(env, Policy::Adv, Fifo::Cooperation)
+    }
+}
+
 /// An agent's priority on a `prio_one_thread` dispatcher, `P0` lowest to `P7` highest
 /// (SObjectizer's `so_5::prio::p0..p7`). Given per agent with
 /// [`DispatcherHandle::priority_binder`].

@@ -5,7 +5,9 @@
 //!   A send from a handler running on this queue to an agent bound to this queue (the whole
 //!   single-thread path) pushes here: no lock, no atomic read-modify-write, no refcount.
 //! - **remote**: a lock-free MPMC segment queue (`crossbeam_queue::SegQueue`) for every other
-//!   sender, followed by a [`Wakeup::notify`].
+//!   sender, followed by a [`Wakeup::notify`]. (A sender that finds an idle pool queue and
+//!   claims it, `IDLE` to `SCHEDULED`, owns it until it hands it to a run queue: it moves the
+//!   remote half to the local tail and pushes there itself, see [`EventQueue::push_remote`].)
 //!
 //! The worker only ever executes from the local half; it moves the remote half to the local
 //! tail in batches ([`EventQueue::drain_remote`]). So the local half is the queue's one
@@ -16,7 +18,7 @@ use crate::demand::Demand;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
 use crate::sync::AtomicU8;
-use crate::sync::{AtomicBool, SegQueue};
+use crate::sync::{AtomicBool, AtomicUsize, SegQueue};
 use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
 use std::ptr;
@@ -83,7 +85,13 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     closed: AtomicBool,
     /// Set by the worker when it has exited: nothing will run this queue again.
     retired: AtomicBool,
+    /// `adv_thread_pool`: thread-safe demands of this queue running on other workers, plus
+    /// [`SHARED_WAITING`] while an exclusive demand waits for them to finish.
+    shared_in_flight: AtomicUsize,
 }
+
+/// The flag in `shared_in_flight`: the last thread-safe demand to finish schedules the queue.
+const SHARED_WAITING: usize = 1 << (usize::BITS - 1);
 
 // SAFETY: `local` is only accessed by the thread that runs the queue (guarded by `RUNNING`,
 // see `is_running_here`), and only one thread runs a queue at a time (`RunningGuard` is held by
@@ -119,6 +127,7 @@ impl<T: QueueItem> EventQueue<T> {
             priority: 0,
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
+            shared_in_flight: AtomicUsize::new(0),
         }
     }
 
@@ -143,6 +152,25 @@ impl<T: QueueItem> EventQueue<T> {
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
+        if let Notifier::Pool { state, scheduler } = &self.notifier
+            && state.load(Ordering::Relaxed) == IDLE
+            && state
+                .compare_exchange(IDLE, SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            // An idle pool queue that this sender just claimed: nobody runs it until it is
+            // handed to a run queue below, so the sender may fill its local half itself
+            // (acquire above: the last runner's release of IDLE), behind whatever reached the
+            // remote half before (FIFO per sender), and save the remote push and pop.
+            // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only user.
+            let local = unsafe { &mut *self.local.get() };
+            while let Some(earlier) = self.remote.pop() {
+                local.push_back(earlier);
+            }
+            local.push_back(d);
+            scheduler.schedule(self.arc());
+            return;
+        }
         self.remote.push(d);
         self.announce();
     }
@@ -228,7 +256,8 @@ impl<T: QueueItem> EventQueue<T> {
             state.store(SCHEDULED, Ordering::Relaxed);
             return true;
         }
-        state.store(IDLE, Ordering::Relaxed);
+        // Release: a sender that claims the idle queue then fills its local half.
+        state.store(IDLE, Ordering::Release);
         crate::sync::fence(Ordering::SeqCst);
         self.has_remote()
             && state
@@ -249,6 +278,11 @@ impl<T: QueueItem> EventQueue<T> {
     /// make it idle again, so that a later send finds it idle and is rejected in turn.
     #[cold]
     pub(crate) fn abandon(&self) {
+        // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers are
+        // gone: nobody runs it, and a sender claims it only once it is IDLE again (below).
+        for d in unsafe { (*self.local.get()).drain(..) } {
+            d.reject();
+        }
         self.reject_remote();
         if let Notifier::Pool { state, .. } = &self.notifier {
             state.store(IDLE, Ordering::SeqCst);
@@ -282,6 +316,50 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) unsafe fn pop_local(&self) -> Option<T> {
         // SAFETY: as in `push_local`; the borrow ends before the demand is executed.
         unsafe { (*self.local.get()).pop_front() }
+    }
+
+    /// Puts a popped demand back at the head of the local half.
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    pub(crate) unsafe fn unpop_local(&self, d: T) {
+        // SAFETY: as in `push_local`.
+        unsafe { (*self.local.get()).push_front(d) }
+    }
+
+    /// `adv_thread_pool`: a thread-safe demand of this queue leaves to run on some worker.
+    pub(crate) fn shared_started(&self) {
+        self.shared_in_flight.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// `adv_thread_pool`: a thread-safe demand has finished. Returns true if it was the last
+    /// one and an exclusive demand waits: the caller must schedule the queue.
+    pub(crate) fn shared_finished(&self) -> bool {
+        // AcqRel: what the handler did happens before the exclusive demand that follows.
+        if self.shared_in_flight.fetch_sub(1, Ordering::AcqRel) == SHARED_WAITING | 1 {
+            self.shared_in_flight.store(0, Ordering::Release);
+            return true;
+        }
+        false
+    }
+
+    /// `adv_thread_pool`: the queue's runner wants to run an exclusive demand. True if no
+    /// thread-safe demand runs (it may go ahead); false if some do, in which case the last
+    /// of them will schedule the queue again (the runner ends its turn without doing so).
+    pub(crate) fn exclusive_may_run(&self) -> bool {
+        if self.shared_in_flight.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        if self
+            .shared_in_flight
+            .fetch_or(SHARED_WAITING, Ordering::AcqRel)
+            != 0
+        {
+            return false;
+        }
+        // They all finished in between: clear the flag and go ahead.
+        self.shared_in_flight.store(0, Ordering::Release);
+        true
     }
 
     /// Moves up to `max` remote demands to the local tail; returns how many moved.
@@ -519,5 +597,52 @@ mod loom_model {
     #[test]
     fn pooled_queue_two_producers_one_worker() {
         check(2, 1, 1);
+    }
+
+    /// `adv_thread_pool`: thread-safe demands run on other threads (reading the agent); the
+    /// queue's runner then wants an exclusive demand (writing it). Either none runs any more
+    /// and it goes ahead, or the last one to finish schedules the queue, and the exclusive
+    /// demand runs from there. Loom reports a read racing the write, or a lost schedule
+    /// (the runner would spin forever).
+    fn shared_then_exclusive(jobs: usize) {
+        loom::model(move || {
+            let rq = Arc::new(RunQueue::default());
+            let q = Arc::new(EventQueue::<Item>::pooled(rq.clone(), 1));
+            let agent = Arc::new(loom::cell::UnsafeCell::new(0u8));
+            let threads: Vec<_> = (0..jobs)
+                .map(|_| {
+                    q.shared_started();
+                    let (q, rq, agent) = (q.clone(), rq.clone(), agent.clone());
+                    loom::thread::spawn(move || {
+                        // SAFETY: the protocol under test keeps writers away.
+                        agent.with(|a| assert_eq!(unsafe { *a }, 0));
+                        if q.shared_finished() {
+                            rq.schedule(q.clone());
+                        }
+                    })
+                })
+                .collect();
+            if !q.exclusive_may_run() {
+                while rq.0.lock().unwrap().pop_front().is_none() {
+                    loom::thread::yield_now();
+                }
+            }
+            // SAFETY: the protocol under test: no reader is left.
+            agent.with_mut(|a| unsafe { *a = 1 });
+            for t in threads {
+                t.join().unwrap();
+            }
+            assert!(rq.0.lock().unwrap().is_empty(), "scheduled at most once");
+        });
+    }
+
+    #[test]
+    fn adv_exclusive_waits_for_one_shared_demand() {
+        shared_then_exclusive(1);
+    }
+
+    #[test]
+    fn adv_exclusive_waits_for_two_shared_demands() {
+        shared_then_exclusive(2);
     }
 }
