@@ -4,10 +4,12 @@
 //! `cohort-bench full` at the seeds' sizes; each scenario is also a subcommand of its own.
 //! See docs/BENCHMARKS.md for what each scenario measures and where it comes from.
 
+mod latency_cmd;
 mod machine;
 mod report;
 mod rss;
 mod scenarios;
+mod usage;
 #[cfg(test)]
 mod watchdog;
 
@@ -75,6 +77,11 @@ enum Command {
     /// The seed's self-send grids across max_demands_at_once, on thread_pool and
     /// work_stealing: one record per cell.
     SelfSendGrid(SelfSendGridArgs),
+    /// Chains of agents, serial or at a given rate: latency, cross times, CPU and memory
+    /// (caf-latency-benchmarks).
+    #[command(visible_alias = "latency-pipeline")]
+    #[command(mut_arg("dispatcher", |a| a.default_value("work-stealing")))]
+    Latency(latency_cmd::LatencyArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -220,6 +227,7 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        Command::Latency(a) => latency_cmd::records(&a, cli.common.runs.unwrap_or(1), &machine),
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -240,6 +248,9 @@ enum Step {
     CountingActor(CountingActorArgs),
     ProducerConsumer(ProducerConsumerArgs),
     SelfSend(SelfSendArgs),
+    /// A latency pipeline: runs once whatever the suite's --runs (a run is itself a
+    /// duration-long series of messages).
+    Latency(latency_cmd::LatencyArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -381,6 +392,7 @@ fn quick_plan() -> Vec<Step> {
             placement,
         }));
     }
+    plan.extend(latency_cmd::quick_runs().into_iter().map(Step::Latency));
     plan
 }
 
@@ -438,6 +450,7 @@ fn full_plan() -> Vec<Step> {
         Dispatcher::WorkStealing,
     ];
     plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
+    plan.extend(latency_cmd::full_runs().into_iter().map(Step::Latency));
     plan
 }
 
@@ -485,6 +498,10 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
                     self_send::placement_of(a.placement).label()
                 ));
                 out.extend(self_send_records(a, runs, machine));
+            }
+            Step::Latency(a) => {
+                bar.set_message(format!("latency {}", a.label()));
+                out.extend(latency_cmd::records(a, 1, machine));
             }
         }
         bar.inc(1);

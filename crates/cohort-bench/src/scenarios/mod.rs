@@ -2,6 +2,7 @@
 
 pub mod counting_actor;
 pub mod fan_out;
+pub mod latency;
 pub mod parallel_thread_ring;
 pub mod ping_pong;
 pub mod producer_consumer;
