@@ -9,6 +9,7 @@ mod machine;
 mod report;
 mod rss;
 mod scenarios;
+mod seed_grids;
 mod usage;
 #[cfg(test)]
 mod watchdog;
@@ -82,6 +83,8 @@ enum Command {
     #[command(visible_alias = "latency-pipeline")]
     #[command(mut_arg("dispatcher", |a| a.default_value("work-stealing")))]
     Latency(latency_cmd::LatencyArgs),
+    /// The seed's 1:N grids on every dispatcher of the seed: one record per cell.
+    FanOutGrid(seed_grids::FanOutGridArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -228,6 +231,17 @@ fn main() {
             }
         },
         Command::Latency(a) => latency_cmd::records(&a, cli.common.runs.unwrap_or(1), &machine),
+        Command::FanOutGrid(a) => match seed_grids::validate_scale(a.scale) {
+            Ok(()) => suite(
+                &seed_grids::fan_out_grid(a.only, a.scale, a.sleep_ms),
+                cli.common.runs.unwrap_or(5),
+                &machine,
+            ),
+            Err(e) => {
+                eprintln!("cohort-bench: {e}");
+                std::process::exit(2);
+            }
+        },
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -393,6 +407,8 @@ fn quick_plan() -> Vec<Step> {
         }));
     }
     plan.extend(latency_cmd::quick_runs().into_iter().map(Step::Latency));
+    // Skynet on thread_pool(2) with either fifo, at a tenth of the size.
+    plan.extend(seed_grids::skynets(100_000, &[2]).into_iter().skip(1));
     plan
 }
 
@@ -430,11 +446,6 @@ fn full_plan() -> Vec<Step> {
         }),
     ];
     plan.extend(pool_ping_pongs(1_000_000));
-    plan.push(Step::Skynet(SkynetArgs {
-        leaves: 1_000_000,
-        branching: 10,
-        placement: Placement::of(Dispatcher::OneThread),
-    }));
     plan.extend(thread_rings(50_000_000));
     plan.extend(parallel_thread_rings(50_000_000));
     plan.push(Step::CountingActor(CountingActorArgs {
@@ -443,14 +454,17 @@ fn full_plan() -> Vec<Step> {
     }));
     plan.extend(floods(50_000_000, 50_000_000));
     plan.extend(self_send_grid(1.0, 2, None));
-    let all = [
-        Dispatcher::ActiveGroup,
-        Dispatcher::ActiveObj,
-        Dispatcher::ThreadPool,
-        Dispatcher::WorkStealing,
-    ];
-    plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
+    // The seed's dispatchers come with the grids below; work_stealing is cohort's own.
+    plan.extend(fan_outs(
+        &[(100, 100_000), (10_000, 1_000)],
+        &[Dispatcher::WorkStealing],
+    ));
     plan.extend(latency_cmd::full_runs().into_iter().map(Step::Latency));
+    plan.extend(seed_grids::skynets(
+        1_000_000,
+        &seed_grids::SKYNET_POOL_SIZES,
+    ));
+    plan.extend(seed_grids::fan_out_grid(None, 1.0, 5));
     plan
 }
 
