@@ -7,6 +7,7 @@
 mod latency_cmd;
 mod machine;
 mod report;
+mod report_cmd;
 mod rss;
 mod scenarios;
 mod seed_grids;
@@ -85,6 +86,9 @@ enum Command {
     Latency(latency_cmd::LatencyArgs),
     /// The seed's 1:N grids on every dispatcher of the seed: one record per cell.
     FanOutGrid(seed_grids::FanOutGridArgs),
+    /// Draws charts (SVG or PNG) and a markdown table from result files (--json or --csv
+    /// output).
+    Report(report_cmd::ReportArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -239,6 +243,18 @@ fn main() {
             ),
             Err(e) => {
                 eprintln!("cohort-bench: {e}");
+                std::process::exit(2);
+            }
+        },
+        Command::Report(a) => match report_cmd::run(&a) {
+            Ok(files) => {
+                for f in files {
+                    eprintln!("wrote {}", f.display());
+                }
+                return;
+            }
+            Err(e) => {
+                eprintln!("cohort-bench report: {e}");
                 std::process::exit(2);
             }
         },
