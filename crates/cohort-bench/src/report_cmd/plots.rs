@@ -3,6 +3,7 @@
 
 use super::rows::Row;
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -238,6 +239,19 @@ where
         .y_label_formatter(&si)
         .draw()
         .map_err(err)?;
+    draw_series(&mut chart, series, SeriesLabelPosition::UpperRight)?;
+    root.present().map_err(err)
+}
+
+/// Each series as a line of medians with min-max whiskers, and the legend.
+fn draw_series<'a, DB: DrawingBackend + 'a, Y: Ranged<ValueType = f64>>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    series: &[Series],
+    legend_at: SeriesLabelPosition,
+) -> Drawn
+where
+    DB::ErrorType: 'static,
+{
     for (i, s) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
@@ -260,10 +274,10 @@ where
         .configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
+        .position(legend_at)
         .draw()
         .map_err(err)?;
-    root.present().map_err(err)
+    Ok(())
 }
 
 /// Lines of the median over a numeric parameter, with min-max whiskers.
@@ -322,31 +336,7 @@ where
         .y_label_formatter(&si)
         .draw()
         .map_err(err)?;
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        chart
-            .draw_series(LineSeries::new(
-                s.points.iter().map(|p| (p.0, p.1)),
-                color.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(s.label.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
-        chart
-            .draw_series(
-                s.points
-                    .iter()
-                    .map(|p| Circle::new((p.0, p.1), 3, color.filled())),
-            )
-            .map_err(err)?;
-    }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(err)?;
+    draw_series(&mut chart, series, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(err)
 }
 
