@@ -366,7 +366,11 @@ mod tests {
 
     #[test]
     fn serial_pipeline_delivers_every_message() {
-        let o = crate::watchdog::within(20, || run_once(&small(Mode::Serial))).unwrap();
+        let cfg = Config {
+            chains: 2,
+            ..small(Mode::Serial)
+        };
+        let o = crate::watchdog::within(20, move || run_once(&cfg)).unwrap();
         assert!(o.received > 0);
         assert_eq!(o.latency.len(), o.received);
         assert!(o.receiver_rate > 0.0);

@@ -248,8 +248,10 @@ impl Collector {
 
     fn send_next(&mut self) {
         let hop = self.shape.make(self.sent);
+        // With several chains, serial mode visits their heads in turn.
+        let head = &self.heads[(self.sent % self.heads.len() as u64) as usize];
         self.sent += 1;
-        let _ = self.heads[0].send_mut(hop);
+        let _ = head.send_mut(hop);
     }
 
     fn finish(&mut self, ctx: &mut Context<'_, Self>) {
