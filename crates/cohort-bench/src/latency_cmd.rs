@@ -22,7 +22,7 @@ pub struct LatencyArgs {
     /// Agents per chain (the seed's pipeline_actors).
     #[arg(long, short = 'N', default_value_t = SEED.actors)]
     pub actors: usize,
-    /// Chains (parallel mode).
+    /// Chains (the generator or, in serial mode, the executor visits their heads).
     #[arg(long, default_value_t = SEED.chains)]
     pub chains: usize,
     /// Messages per second the generator sends (parallel mode).
