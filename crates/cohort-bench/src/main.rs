@@ -86,6 +86,9 @@ enum Command {
     Latency(latency_cmd::LatencyArgs),
     /// The seed's 1:N grids on every dispatcher of the seed: one record per cell.
     FanOutGrid(seed_grids::FanOutGridArgs),
+    /// Skynet on the default dispatcher and on thread_pool of each size with either fifo
+    /// (the seed's table): one record per cell.
+    SkynetGrid(seed_grids::SkynetGridArgs),
     /// Draws charts (SVG or PNG) and a markdown table from result files (--json or --csv
     /// output).
     Report(report_cmd::ReportArgs),
@@ -238,6 +241,17 @@ fn main() {
         Command::FanOutGrid(a) => match seed_grids::validate_scale(a.scale) {
             Ok(()) => suite(
                 &seed_grids::fan_out_grid(a.only, a.scale, a.sleep_ms),
+                cli.common.runs.unwrap_or(5),
+                &machine,
+            ),
+            Err(e) => {
+                eprintln!("cohort-bench: {e}");
+                std::process::exit(2);
+            }
+        },
+        Command::SkynetGrid(a) => match seed_grids::validate_sizes(&a.sizes) {
+            Ok(()) => suite(
+                &seed_grids::skynets(a.leaves, &a.sizes),
                 cli.common.runs.unwrap_or(5),
                 &machine,
             ),

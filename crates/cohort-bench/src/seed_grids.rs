@@ -24,6 +24,28 @@ pub struct FanOutGridArgs {
     pub sleep_ms: u64,
 }
 
+/// Flags of `skynet-grid`.
+#[derive(Args, Clone)]
+pub struct SkynetGridArgs {
+    /// Leaf agents (a power of 10).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub leaves: u64,
+    /// Pool sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = SKYNET_POOL_SIZES)]
+    pub sizes: Vec<usize>,
+}
+
+/// Checks `--sizes`.
+pub fn validate_sizes(sizes: &[usize]) -> Result<(), String> {
+    if sizes.is_empty() || sizes.contains(&0) {
+        Err(format!(
+            "--sizes must list pool sizes of at least 1 (got {sizes:?})"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Checks `--scale`.
 pub fn validate_scale(scale: f64) -> Result<(), String> {
     if scale > 0.0 && scale <= 1.0 {
@@ -115,5 +137,7 @@ mod tests {
         )));
         assert_eq!(skynets(1000, &SKYNET_POOL_SIZES).len(), 11);
         assert!(validate_scale(0.0).is_err() && validate_scale(1.0).is_ok());
+        assert!(validate_sizes(&[1, 0]).unwrap_err().contains("--sizes"));
+        assert!(validate_sizes(&SKYNET_POOL_SIZES).is_ok());
     }
 }
