@@ -238,28 +238,16 @@ fn main() {
             }
         },
         Command::Latency(a) => latency_cmd::records(&a, cli.common.runs.unwrap_or(1), &machine),
-        Command::FanOutGrid(a) => match seed_grids::validate_scale(a.scale) {
-            Ok(()) => suite(
-                &seed_grids::fan_out_grid(a.only, a.scale, a.sleep_ms),
-                cli.common.runs.unwrap_or(5),
-                &machine,
-            ),
-            Err(e) => {
-                eprintln!("cohort-bench: {e}");
-                std::process::exit(2);
-            }
-        },
-        Command::SkynetGrid(a) => match seed_grids::validate_sizes(&a.sizes) {
-            Ok(()) => suite(
-                &seed_grids::skynets(a.leaves, &a.sizes),
-                cli.common.runs.unwrap_or(5),
-                &machine,
-            ),
-            Err(e) => {
-                eprintln!("cohort-bench: {e}");
-                std::process::exit(2);
-            }
-        },
+        Command::FanOutGrid(a) => {
+            seed_grids::validate_scale(a.scale).unwrap_or_else(|e| usage_error(&e));
+            let plan = seed_grids::fan_out_grid(a.only, a.scale, a.sleep_ms);
+            suite(&plan, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::SkynetGrid(a) => {
+            seed_grids::validate_sizes(&a.sizes).unwrap_or_else(|e| usage_error(&e));
+            let plan = seed_grids::skynets(a.leaves, &a.sizes);
+            suite(&plan, cli.common.runs.unwrap_or(5), &machine)
+        }
         Command::Report(a) => match report_cmd::run(&a) {
             Ok(files) => {
                 for f in files {
@@ -280,6 +268,12 @@ fn main() {
         eprintln!("cohort-bench: some scenarios failed (see the table)");
         std::process::exit(1);
     }
+}
+
+/// Stops with a bad-input message and status 2.
+fn usage_error(e: &str) -> ! {
+    eprintln!("cohort-bench: {e}");
+    std::process::exit(2)
 }
 
 /// One step of a suite.
