@@ -7,10 +7,14 @@
 mod alloc;
 mod cpu;
 mod dispatcher_cmds;
+mod latency_cmd;
 mod machine;
 mod report;
+mod report_cmd;
 mod rss;
 mod scenarios;
+mod seed_grids;
+mod usage;
 #[cfg(test)]
 mod watchdog;
 
@@ -97,6 +101,19 @@ enum Command {
     /// Agents with private state on 2 workers: thread_pool vs work_stealing vs a dedicated
     /// thread per agent (executors-cache-locality).
     Locality(dispatcher_cmds::LocalityArgs),
+    /// Chains of agents, serial or at a given rate: latency, cross times, CPU and memory
+    /// (caf-latency-benchmarks).
+    #[command(visible_alias = "latency-pipeline")]
+    #[command(mut_arg("dispatcher", |a| a.default_value("work-stealing")))]
+    Latency(latency_cmd::LatencyArgs),
+    /// The seed's 1:N grids on every dispatcher of the seed: one record per cell.
+    FanOutGrid(seed_grids::FanOutGridArgs),
+    /// Skynet on the default dispatcher and on thread_pool of each size with either fifo
+    /// (the seed's table): one record per cell.
+    SkynetGrid(seed_grids::SkynetGridArgs),
+    /// Draws charts (SVG or PNG) and a markdown table from result files (--json or --csv
+    /// output).
+    Report(report_cmd::ReportArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
     /// Every scenario at the seeds' sizes.
@@ -301,6 +318,29 @@ fn main() {
         Command::Locality(a) => {
             dispatcher_cmds::locality_records(&a, cli.common.runs.unwrap_or(3), &machine)
         }
+        Command::Latency(a) => latency_cmd::records(&a, cli.common.runs.unwrap_or(1), &machine),
+        Command::FanOutGrid(a) => {
+            seed_grids::validate_scale(a.scale).unwrap_or_else(|e| usage_error(&e));
+            let plan = seed_grids::fan_out_grid(a.only, a.scale, a.sleep_ms);
+            suite(&plan, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::SkynetGrid(a) => {
+            seed_grids::validate_sizes(&a.sizes).unwrap_or_else(|e| usage_error(&e));
+            let plan = seed_grids::skynets(a.leaves, &a.sizes);
+            suite(&plan, cli.common.runs.unwrap_or(5), &machine)
+        }
+        Command::Report(a) => match report_cmd::run(&a) {
+            Ok(files) => {
+                for f in files {
+                    eprintln!("wrote {}", f.display());
+                }
+                return;
+            }
+            Err(e) => {
+                eprintln!("cohort-bench report: {e}");
+                std::process::exit(2);
+            }
+        },
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
     };
@@ -309,6 +349,12 @@ fn main() {
         eprintln!("cohort-bench: some scenarios failed (see the table)");
         std::process::exit(1);
     }
+}
+
+/// Stops with a bad-input message and status 2.
+fn usage_error(e: &str) -> ! {
+    eprintln!("cohort-bench: {e}");
+    std::process::exit(2)
 }
 
 /// One step of a suite.
@@ -328,6 +374,9 @@ enum Step {
     ChainThroughput(ChainThroughputArgs),
     IdleCpu(dispatcher_cmds::IdleCpuArgs),
     Locality(dispatcher_cmds::LocalityArgs),
+    /// A latency pipeline: runs once whatever the suite's --runs (a run is itself a
+    /// duration-long series of messages).
+    Latency(latency_cmd::LatencyArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -487,6 +536,9 @@ fn quick_plan() -> Vec<Step> {
             placement,
         }));
     }
+    plan.extend(latency_cmd::quick_runs().into_iter().map(Step::Latency));
+    // Skynet on thread_pool(2) with either fifo, at a tenth of the size.
+    plan.extend(seed_grids::skynets(100_000, &[2]).into_iter().skip(1));
     plan.push(timers_step(100_000, 200, 1000));
     plan.extend(chain_steps(20_000, 200_000));
     plan
@@ -553,11 +605,6 @@ fn full_plan() -> Vec<Step> {
         placement: Placement::of(Dispatcher::OneThread),
     }));
     plan.push(Step::StateSwitch(StateSwitchArgs { count: 10_000_000 }));
-    plan.push(Step::Skynet(SkynetArgs {
-        leaves: 1_000_000,
-        branching: 10,
-        placement: Placement::of(Dispatcher::OneThread),
-    }));
     plan.extend(thread_rings(50_000_000));
     plan.extend(parallel_thread_rings(50_000_000));
     plan.push(Step::CountingActor(CountingActorArgs {
@@ -566,16 +613,20 @@ fn full_plan() -> Vec<Step> {
     }));
     plan.extend(floods(50_000_000, 50_000_000));
     plan.extend(self_send_grid(1.0, 2, None));
-    let all = [
-        Dispatcher::ActiveGroup,
-        Dispatcher::ActiveObj,
-        Dispatcher::ThreadPool,
-        Dispatcher::WorkStealing,
-    ];
-    plan.extend(fan_outs(&[(100, 100_000), (10_000, 1_000)], &all));
+    // The seed's dispatchers come with the grids below; work_stealing is cohort's own.
+    plan.extend(fan_outs(
+        &[(100, 100_000), (10_000, 1_000)],
+        &[Dispatcher::WorkStealing],
+    ));
     plan.push(timers_step(1_000_000, 1000, 3000));
     plan.extend(chain_steps(200_000, 2_000_000));
     plan.push(Step::Locality(dispatcher_cmds::locality_plan(false)));
+    plan.extend(latency_cmd::full_runs().into_iter().map(Step::Latency));
+    plan.extend(seed_grids::skynets(
+        1_000_000,
+        &seed_grids::SKYNET_POOL_SIZES,
+    ));
+    plan.extend(seed_grids::fan_out_grid(None, 1.0, 5));
     plan
 }
 
@@ -651,6 +702,10 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::Locality(a) => {
                 bar.set_message("locality");
                 out.extend(dispatcher_cmds::locality_records(a, runs, machine));
+            }
+            Step::Latency(a) => {
+                bar.set_message(format!("latency {}", a.label()));
+                out.extend(latency_cmd::records(a, 1, machine));
             }
         }
         bar.inc(1);

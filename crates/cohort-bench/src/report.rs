@@ -188,7 +188,11 @@ pub fn human(v: f64, metric: &str) -> String {
     match metric {
         m if m.ends_with("_bytes") => format!("{:.1} MiB", v / (1024.0 * 1024.0)),
         m if m.ends_with("_s") && m.contains("elapsed") => format!("{:.4} s", v),
-        m if m.starts_with("latency_ns") => format!("{} ns", thousands(v.round() as u64)),
+        m if m.starts_with("latency_ns") || m.contains("_ns") => {
+            format!("{} ns", thousands(v.round() as u64))
+        }
+        m if m.ends_with("_pct") => format!("{v:.3} %"),
+        "messages" => thousands(v.round() as u64),
         m if m.ends_with("_per_s") => format!("{}/s", thousands(v.round() as u64)),
         m if m.ends_with("_ns_per_msg") => format!("{v:.1} ns"),
         m if m.ends_with("_ratio") => format!("{v:.3}x"),

@@ -21,6 +21,39 @@ pub enum Work {
     Cpu,
 }
 
+/// One of the seed's 1:N parameter sets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Grid {
+    pub workers: u32,
+    pub messages: u32,
+    pub work: Work,
+}
+
+/// The seed's grids: idle workers 100 x 100,000 and 10,000 x 1,000; sleeping workers
+/// 100 x 100; CPU-bound workers 10,000 x 100.
+pub const GRIDS: [Grid; 4] = [
+    Grid {
+        workers: 100,
+        messages: 100_000,
+        work: Work::Idle,
+    },
+    Grid {
+        workers: 10_000,
+        messages: 1_000,
+        work: Work::Idle,
+    },
+    Grid {
+        workers: 100,
+        messages: 100,
+        work: Work::Sleep,
+    },
+    Grid {
+        workers: 10_000,
+        messages: 100,
+        work: Work::Cpu,
+    },
+];
+
 /// What one run measured.
 pub struct Outcome {
     pub send: Duration,

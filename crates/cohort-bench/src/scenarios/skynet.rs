@@ -210,6 +210,7 @@ pub fn run_once(leaves: u64, branching: u64, placement: Placement) -> Result<Out
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenarios::FifoArg;
 
     #[test]
     fn validation() {
@@ -233,5 +234,16 @@ mod tests {
         })
         .unwrap();
         assert_eq!((o.sum, o.agents), (4_950, 111));
+    }
+
+    #[test]
+    fn thread_pool_skynet_sums_with_either_fifo() {
+        for fifo in [FifoArg::Cooperation, FifoArg::Individual] {
+            let mut p = Placement::of(Dispatcher::ThreadPool).fifo(fifo);
+            p.threads = 3;
+            let o = crate::watchdog::within(20, move || run_once(1000, 10, p)).unwrap();
+            assert_eq!((o.sum, o.agents), (499_500, 1111));
+            assert!(o.to_result <= o.with_teardown);
+        }
     }
 }
