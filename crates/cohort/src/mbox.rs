@@ -1,14 +1,18 @@
 //! Mailboxes: where messages are sent.
 //!
-//! [`Mbox`] is a cheap handle (one pointer) usable from any thread. For now it is an agent's
-//! direct mailbox (multi-producer, single-consumer); named 1:N mailboxes join it as further
-//! variants of the same enum, so `send` stays a `match`, never a dynamic call.
+//! [`Mbox`] is a cheap handle (two words) usable from any thread. It is either an agent's
+//! direct mailbox (multi-producer, single-consumer) or an [`IndirectMbox`]: a multi-consumer
+//! mailbox (named or anonymous), a unique-subscribers one (`named.rs` for both), or a custom
+//! one written outside the core ([`CustomMbox`]: message chains, remote proxies). `send` is
+//! a `match` over these, never a dynamic call, except into a custom mailbox.
 //!
-//! The path of one message: [`Mbox::send`] builds an [`Envelope`] and calls `deliver`, which
-//! checks the agent's status and pushes a [`Demand`] to the agent's
-//! [`EventQueue`](crate::queue::EventQueue): its local half when the sender runs on that
-//! queue, else its remote half. The worker running the queue pops it and calls
-//! [`AgentRef::handle`], which finds the handler in the agent's subscriptions and calls it.
+//! The path of one message: [`Mbox::send`] builds an [`Envelope`] and calls `deliver_at`,
+//! which checks the agent's status, applies its message limits (`limits.rs`, if it has any)
+//! and pushes a [`Demand`] to the agent's [`EventQueue`](crate::queue::EventQueue): its
+//! local half when the sender runs on that queue, else its remote half. The worker running
+//! the queue pops it and calls [`AgentRef::handle`], which finds the handler in the agent's
+//! subscriptions for its current state (`subscription.rs`, `state/dispatch.rs`) and calls
+//! it. A multi-consumer mailbox (`NamedMbox::route`) does the same once per receiving queue.
 
 use crate::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
 use crate::custom_mbox::{CustomMbox, deliver_custom};
