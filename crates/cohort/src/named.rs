@@ -27,35 +27,54 @@ use crate::message::Envelope;
 use crate::queue::EventQueue;
 use crate::trace::{self, TraceStep};
 use std::any::TypeId;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, RwLock, Weak};
 
-/// Hashes a `TypeId`, which is already a hash: keeps its bits rather than hashing them again
-/// (the default SipHash costs more than the rest of a one-subscriber send).
+/// The subscribers of a mailbox by message type: a vector sorted by type, searched by
+/// bisection. A mailbox carries a handful of types, where this beats hashing (a hash map
+/// lookup cost a named send more than the rest of a one-subscriber delivery).
 #[derive(Default)]
-struct TypeIdHasher(u64);
+struct ByType(Vec<(TypeId, TypeSubscribers)>);
 
-impl Hasher for TypeIdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = self.0.rotate_left(5) ^ u64::from_ne_bytes(word);
+impl ByType {
+    #[inline]
+    fn get(&self, key: &TypeId) -> Option<&TypeSubscribers> {
+        match &self.0[..] {
+            // The common case: a mailbox used for one type.
+            [(k, t)] => (k == key).then_some(t),
+            all => all
+                .binary_search_by(|(k, _)| k.cmp(key))
+                .ok()
+                .map(|i| &all[i].1),
         }
     }
 
-    fn write_u64(&mut self, n: u64) {
-        self.0 = self.0.rotate_left(5) ^ n;
+    fn get_mut(&mut self, key: &TypeId) -> Option<&mut TypeSubscribers> {
+        let i = self.0.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+        Some(&mut self.0[i].1)
     }
 
-    fn finish(&self) -> u64 {
-        self.0
+    fn entry_or_default(&mut self, key: TypeId) -> &mut TypeSubscribers {
+        let i = match self.0.binary_search_by(|(k, _)| k.cmp(&key)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.0.insert(i, (key, TypeSubscribers::default()));
+                i
+            }
+        };
+        &mut self.0[i].1
+    }
+
+    fn remove(&mut self, key: &TypeId) {
+        if let Ok(i) = self.0.binary_search_by(|(k, _)| k.cmp(key)) {
+            self.0.remove(i);
+        }
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut TypeSubscribers> {
+        self.0.iter_mut().map(|(_, t)| t)
     }
 }
-
-type ByType = HashMap<TypeId, TypeSubscribers, BuildHasherDefault<TypeIdHasher>>;
 
 /// The subscribers of one message type, grouped by the queue they are bound to. A change
 /// (rare) edits one group in place, copying it only if a send in flight still holds it.
@@ -185,7 +204,7 @@ impl NamedMbox {
         cell: Arc<DynCell>,
     ) -> Result<(), SubscribeError> {
         let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
-        let t = subs.entry(key).or_default();
+        let t = subs.entry_or_default(key);
         if self.single_consumer {
             if !t.is_empty() {
                 return Err(SubscribeError::UniqueSubscriberTaken {
