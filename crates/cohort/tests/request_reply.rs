@@ -134,6 +134,29 @@ fn receiver_gone_completes_at_once() {
     });
 }
 
+/// Answers requests, but limits them to none waiting: every request overflows.
+struct Refusing;
+impl Agent for Refusing {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.set_message_limits(cohort::MessageLimits::new().drop::<Request<u64, u64>>(0))?;
+        ctx.on_request(|_: &mut Self, n: &u64, _: &mut Context<'_, Self>| n * 2)?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_request_dropped_by_a_message_limit_is_refused_with_the_reason() {
+    watchdog(TIMEOUT, || {
+        let (env, refusing) = start_one(Refusing);
+        let r = refusing.request::<u64, u64>(1).wait(TIMEOUT * 10);
+        assert_eq!(
+            r,
+            Err(RequestError::Refused(cohort::DeliveryFailure::LimitReached))
+        );
+        assert_eq!(env.dead_letters(), 1);
+    });
+}
+
 #[test]
 fn no_handler_and_no_subscriber() {
     watchdog(TIMEOUT, || {
