@@ -5,6 +5,7 @@
 //! See docs/BENCHMARKS.md for what each scenario measures and where it comes from.
 
 mod alloc;
+mod compare;
 mod cpu;
 mod dispatcher_cmds;
 mod latency_cmd;
@@ -118,6 +119,9 @@ enum Command {
     Quick,
     /// Every scenario at the seeds' sizes.
     Full,
+    /// The same scenarios on cohort and on actix, kameo, ractor and CAF (peers/), interleaved
+    /// in one run: per scenario each framework's median, min-max and ratio to cohort.
+    Compare(compare::CompareArgs),
 }
 
 #[derive(Args, Clone)]
@@ -343,6 +347,9 @@ fn main() {
         },
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
+        Command::Compare(a) => {
+            std::process::exit(compare::run(&a, cli.common.runs, format, &machine))
+        }
     };
     report::print(&records, format);
     if records.iter().any(|r| !r.ok) {

@@ -4,6 +4,8 @@
 //! sizes); latency percentiles of every variant that has them; and a markdown table.
 
 mod plots;
+
+pub use plots::load_font;
 mod rows;
 
 use clap::Args;

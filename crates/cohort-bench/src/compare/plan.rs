@@ -1,0 +1,190 @@
+//! The compared scenarios: for each, the cohort-bench command that runs it on cohort and the
+//! peer command line (peers/rust/common/src/lib.rs and peers/caf/main.cpp parse it), at the
+//! same sizes and on the same number of threads.
+
+/// One compared scenario at one size.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The peer binaries' scenario name.
+    pub id: &'static str,
+    /// What runs where, in words.
+    pub title: &'static str,
+    /// cohort-bench's arguments for one run of it on cohort (`--runs 1 --json` is added).
+    pub cohort: Vec<String>,
+    /// The peers' arguments (scenario name first).
+    pub peer: Vec<String>,
+    /// Messages handled in one run (rates are computed from it).
+    pub messages: u64,
+}
+
+/// The sizes of a comparison.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    ping_pong: u64,
+    ping_pong_threads: u64,
+    leaves: u64,
+    hops: u64,
+    counting: u64,
+    fan_out: (u64, u64),
+    self_send: (u64, u64),
+}
+
+/// `--quick`: every case in seconds per framework (skynet keeps its million leaves).
+const QUICK: Sizes = Sizes {
+    ping_pong: 200_000,
+    ping_pong_threads: 20_000,
+    leaves: 1_000_000,
+    hops: 1_000_000,
+    counting: 1_000_000,
+    fan_out: (100, 20_000),
+    self_send: (50, 100_000),
+};
+
+/// The default: the seeds' sizes named in issue 7.
+const FULL: Sizes = Sizes {
+    ping_pong: 1_000_000,
+    ping_pong_threads: 100_000,
+    leaves: 1_000_000,
+    hops: 10_000_000,
+    counting: 3_000_000,
+    fan_out: (100, 100_000),
+    self_send: (50, 1_000_000),
+};
+
+/// CI's smoke size: every port runs every scenario, correct result checked.
+const TINY: Sizes = Sizes {
+    ping_pong: 1_000,
+    ping_pong_threads: 100,
+    leaves: 1_000,
+    hops: 10_000,
+    counting: 10_000,
+    fan_out: (10, 100),
+    self_send: (5, 1_000),
+};
+
+fn args(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+/// Which sizes to compare at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// The seeds' sizes.
+    Full,
+    /// Reduced sizes (`--quick`).
+    Quick,
+    /// Tiny sizes: a correctness smoke test, never a measurement (`--tiny`).
+    Tiny,
+}
+
+/// Every compared case at `size`.
+pub fn cases(size: Size) -> Vec<Case> {
+    let z = match size {
+        Size::Full => FULL,
+        Size::Quick => QUICK,
+        Size::Tiny => TINY,
+    };
+    let n = |v: u64| v.to_string();
+    let (pp, ppt, leaves, hops, count) = (
+        n(z.ping_pong),
+        n(z.ping_pong_threads),
+        n(z.leaves),
+        n(z.hops),
+        n(z.counting),
+    );
+    let (fw, fm) = (n(z.fan_out.0), n(z.fan_out.1));
+    let (sw, sm) = (n(z.self_send.0), n(z.self_send.1));
+    let tree = {
+        let (mut l, mut t) = (z.leaves, 0);
+        while l >= 1 {
+            t += l;
+            if l == 1 {
+                break;
+            }
+            l /= 10;
+        }
+        t
+    };
+    vec![
+        Case {
+            id: "ping-pong-one-thread",
+            title: "ping-pong, both actors on one thread",
+            cohort: args(&["ping-pong", "--dispatcher", "one-thread", "--count", &pp]),
+            peer: args(&["ping-pong-one-thread", "--count", &pp]),
+            messages: 2 * z.ping_pong,
+        },
+        Case {
+            id: "ping-pong-two-threads",
+            title: "ping-pong, a thread per actor",
+            cohort: args(&["ping-pong", "--dispatcher", "active-obj", "--count", &ppt]),
+            peer: args(&["ping-pong-two-threads", "--count", &ppt]),
+            messages: 2 * z.ping_pong_threads,
+        },
+        Case {
+            id: "skynet",
+            title: "skynet, branching 10, one thread, teardown included",
+            cohort: args(&["skynet", "--dispatcher", "one-thread", "--leaves", &leaves]),
+            peer: args(&["skynet", "--leaves", &leaves]),
+            messages: tree,
+        },
+        Case {
+            id: "thread-ring",
+            title: "ThreadRing, 503 actors, one token, one thread",
+            cohort: args(&["thread-ring", "--dispatcher", "one-thread", "--hops", &hops]),
+            peer: args(&["thread-ring", "--hops", &hops]),
+            messages: z.hops,
+        },
+        Case {
+            id: "parallel-thread-ring",
+            title: "ParallelThreadRing, 503 actors, 503 tokens, one thread",
+            cohort: args(&[
+                "parallel-thread-ring",
+                "--dispatcher",
+                "one-thread",
+                "--hops",
+                &hops,
+            ]),
+            peer: args(&["parallel-thread-ring", "--hops", &hops]),
+            messages: z.hops,
+        },
+        Case {
+            id: "counting-actor",
+            title: "CountingActor, a plain thread floods one actor",
+            cohort: args(&["counting-actor", "--count", &count]),
+            peer: args(&["counting-actor", "--count", &count]),
+            messages: z.counting,
+        },
+        Case {
+            id: "fan-out",
+            title: "1:N, producer thread + workers' thread",
+            cohort: args(&["fan-out", "--workers", &fw, "--messages", &fm]),
+            peer: args(&["fan-out", "--workers", &fw, "--messages", &fm]),
+            messages: z.fan_out.0 * z.fan_out.1,
+        },
+        Case {
+            id: "self-send",
+            title: "self-send bulk, 2 threads",
+            cohort: args(&["self-send", "--workers", &sw, "--message-count", &sm]),
+            peer: args(&["self-send", "--workers", &sw, "--message-count", &sm]),
+            messages: z.self_send.0 * z.self_send.1,
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_size_has_every_case() {
+        for size in [Size::Full, Size::Quick, Size::Tiny] {
+            let c = cases(size);
+            assert_eq!(c.len(), 8);
+            assert!(c.iter().all(|c| c.peer[0] == c.id && c.messages > 0));
+        }
+        let full = cases(Size::Full);
+        assert_eq!(full[2].messages, 1_111_111);
+        assert_eq!(full[6].messages, 10_000_000);
+        assert_eq!(full[7].messages, 50_000_000);
+    }
+}
