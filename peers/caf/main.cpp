@@ -2,7 +2,7 @@
 // `peer-caf <scenario> [--flag N]...`, one JSON line per run, as the Rust ports print:
 // {"framework":"caf","scenario":"skynet","elapsed_s":1.2,"messages":1111111,"ok":true}
 // Exit status 0 when the result was checked correct, 1 when wrong, 2 on bad usage.
-// See README.md beside this file for every choice.
+// See peers/README.md for every choice.
 
 #include <caf/all.hpp>
 

@@ -164,7 +164,20 @@ pub fn cases(size: Size) -> Vec<Case> {
         Case {
             id: "self-send",
             title: "self-send bulk, 2 threads",
-            cohort: args(&["self-send", "--workers", &sw, "--message-count", &sm]),
+            // cohort's fastest setting for a bulk of self-sends (docs/BENCHMARKS.md,
+            // self-send grids): work_stealing, up to 100 demands per turn. The suite's
+            // `self-send` default (thread_pool, max_demands_at_once 4) reproduces the seed.
+            cohort: args(&[
+                "self-send",
+                "--dispatcher",
+                "work-stealing",
+                "--max-demands",
+                "100",
+                "--workers",
+                &sw,
+                "--message-count",
+                &sm,
+            ]),
             peer: args(&["self-send", "--workers", &sw, "--message-count", &sm]),
             messages: z.self_send.0 * z.self_send.1,
         },

@@ -1,6 +1,6 @@
 //! The comparison scenarios on actix 0.13: actors on arbiters (a thread with a tokio
 //! current-thread runtime each), `do_send` for every message (no reply future, ignores the
-//! mailbox capacity), `ctx.notify` for self-sends. See README.md for every choice.
+//! mailbox capacity), `ctx.notify` for self-sends. See peers/README.md for every choice.
 
 use actix::prelude::*;
 use peer_common::{Marks, Outcome, Scenario, Sizes, check};

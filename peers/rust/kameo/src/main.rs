@@ -2,7 +2,7 @@
 //! per message): unbounded mailboxes everywhere (`spawn_with_mailbox(.., unbounded())`),
 //! `tell(..).try_send()` for every message (no await, never full), a current-thread tokio
 //! runtime where the scenario is on one thread, a 2-worker runtime where it is on two.
-//! See README.md for every choice.
+//! See peers/README.md for every choice.
 
 use kameo::Actor;
 use kameo::actor::{ActorRef, Spawn};

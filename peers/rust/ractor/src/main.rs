@@ -1,7 +1,7 @@
 //! The comparison scenarios on ractor 0.16 (tokio runtime, default features off so that no
 //! tracing span travels with each message): `cast` for every message, a current-thread tokio
 //! runtime where the scenario is on one thread, a 2-worker multi-thread runtime where it is on
-//! two. See README.md for every choice.
+//! two. See peers/README.md for every choice.
 
 use peer_common::{Marks, Outcome, Scenario, Sizes, check};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
