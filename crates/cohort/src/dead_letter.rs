@@ -36,6 +36,22 @@ pub enum DeliveryFailure {
     TransformPanicked,
     /// A subscriber's delivery filter panicked (the message is not delivered to it).
     FilterPanicked,
+    /// It was sent to (or queued for) a remote node that is down or was shut down
+    /// (`cohort-remote`).
+    NodeDown,
+    /// The outbound queue to a remote node was full and its overflow reaction dropped it
+    /// (`cohort-remote`).
+    OutboundFull,
+    /// Its type is not registered with the remote node's message registry, so it cannot be
+    /// sent over the wire (on the sender), or the receiving node does not know the type's
+    /// registered name (on the receiver) (`cohort-remote`).
+    NotRegisteredForRemote,
+    /// A remote node sent it to a mailbox name that this node does not export
+    /// (`cohort-remote`).
+    NotExported,
+    /// Its value did not encode, its frame would be longer than the maximum frame size, or
+    /// (on the receiver) its bytes did not decode as the registered type (`cohort-remote`).
+    RemoteCodec,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -63,6 +79,15 @@ impl fmt::Display for DeliveryFailure {
             }
             DeliveryFailure::TransformPanicked => "a message limit's transform function panicked",
             DeliveryFailure::FilterPanicked => "a delivery filter panicked",
+            DeliveryFailure::NodeDown => "the remote node is down or shut down",
+            DeliveryFailure::OutboundFull => "the outbound queue to the remote node is full",
+            DeliveryFailure::NotRegisteredForRemote => {
+                "the message type is not registered for remoting on both nodes"
+            }
+            DeliveryFailure::NotExported => "this node does not export that mailbox name",
+            DeliveryFailure::RemoteCodec => {
+                "the message did not encode, is over the maximum frame size, or did not decode"
+            }
         })
     }
 }

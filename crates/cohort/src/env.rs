@@ -599,6 +599,22 @@ impl Environment {
         self.0.dead_letters.load(Ordering::Relaxed)
     }
 
+    /// Counts a message that a mailbox implemented outside the runtime (a
+    /// [`CustomMbox`](crate::CustomMbox): a remote proxy, a bridge) could not deliver, and
+    /// hands it to the dead-letter hook, exactly as the runtime does for its own mailboxes.
+    ///
+    /// ```
+    /// use cohort::{DeliveryFailure, Environment};
+    ///
+    /// let env = Environment::builder().start().unwrap();
+    /// env.environment().report_dead_letter("Ping", DeliveryFailure::NodeDown);
+    /// assert_eq!(env.environment().dead_letters(), 1);
+    /// env.stop_and_wait();
+    /// ```
+    pub fn report_dead_letter(&self, message_type: &'static str, reason: DeliveryFailure) {
+        self.0.dead_letter(message_type, reason)
+    }
+
     /// Number of panics caught in handlers and hooks so far.
     pub fn panics(&self) -> u64 {
         self.0.panics.load(Ordering::Relaxed)

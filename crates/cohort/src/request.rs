@@ -73,7 +73,8 @@ fn current_drop_error() -> RequestError {
             DeliveryFailure::ReceiverGone
             | DeliveryFailure::NotRegistered
             | DeliveryFailure::ChainClosed
-            | DeliveryFailure::ChainFull,
+            | DeliveryFailure::ChainFull
+            | DeliveryFailure::NodeDown,
         ) => RequestError::ReceiverGone,
         Some(
             DeliveryFailure::NoHandler
@@ -85,7 +86,11 @@ fn current_drop_error() -> RequestError {
             | DeliveryFailure::RedirectLoop
             | DeliveryFailure::MutableToMultiConsumer
             | DeliveryFailure::TransformPanicked
-            | DeliveryFailure::FilterPanicked),
+            | DeliveryFailure::FilterPanicked
+            | DeliveryFailure::OutboundFull
+            | DeliveryFailure::NotRegisteredForRemote
+            | DeliveryFailure::NotExported
+            | DeliveryFailure::RemoteCodec),
         ) => RequestError::Refused(why),
         None => RequestError::NotReplied,
     }

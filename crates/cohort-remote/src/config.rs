@@ -1,0 +1,279 @@
+//! A node's settings: [`NodeConfig`], built from a name with every other setting defaulted
+//! (each setter names its default in [`crate::defaults`]).
+
+use crate::defaults;
+use crate::phi::PhiConfig;
+use std::net::SocketAddr;
+use std::time::Duration;
+use thiserror::Error;
+
+/// When the writer of a connection writes what is queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Batching {
+    /// The default: wait for a first message with no timer, then keep encoding while the
+    /// queue is not empty, up to `max_messages` and `max_bytes`, and write the batch at once.
+    /// Idle, a batch is one message (no added latency); under load, batches grow by
+    /// themselves.
+    Adaptive {
+        /// At most this many messages per write
+        /// ([`MAX_BATCH_MESSAGES`](defaults::MAX_BATCH_MESSAGES)).
+        max_messages: usize,
+        /// A batch stops growing past this many bytes
+        /// ([`MAX_BATCH_BYTES`](defaults::MAX_BATCH_BYTES)).
+        max_bytes: usize,
+    },
+    /// A write per message (what a flush per message does): for comparison.
+    PerMessage,
+    /// Fixed thresholds, as the seed's Akka settings: write once `messages` are batched, or
+    /// `bytes`, or `delay` after the batch's first message, whichever comes first. For
+    /// comparison: at low volume every message waits for the timer.
+    Fixed {
+        /// [`FIXED_BATCH_MESSAGES`](defaults::FIXED_BATCH_MESSAGES).
+        messages: usize,
+        /// [`FIXED_BATCH_BYTES`](defaults::FIXED_BATCH_BYTES).
+        bytes: usize,
+        /// [`FIXED_BATCH_DELAY`](defaults::FIXED_BATCH_DELAY).
+        delay: Duration,
+    },
+}
+
+impl Batching {
+    /// Adaptive batching with its default caps.
+    pub const fn adaptive() -> Self {
+        Self::Adaptive {
+            max_messages: defaults::MAX_BATCH_MESSAGES,
+            max_bytes: defaults::MAX_BATCH_BYTES,
+        }
+    }
+
+    /// The seed's fixed thresholds: 20 messages, 128 KB, 40 ms.
+    pub const fn fixed() -> Self {
+        Self::Fixed {
+            messages: defaults::FIXED_BATCH_MESSAGES,
+            bytes: defaults::FIXED_BATCH_BYTES,
+            delay: defaults::FIXED_BATCH_DELAY,
+        }
+    }
+}
+
+impl Default for Batching {
+    fn default() -> Self {
+        Self::adaptive()
+    }
+}
+
+/// What a send does when the outbound queue to a peer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overflow {
+    /// The sender waits until the writer has made room (back-pressure); the default. A send
+    /// to a peer that goes down while waiting becomes a dead letter.
+    #[default]
+    Wait,
+    /// The new message is dropped: a dead letter
+    /// ([`DeliveryFailure::OutboundFull`](cohort::DeliveryFailure::OutboundFull)).
+    DropNewest,
+    /// The oldest queued message is dropped (a dead letter) to make room for the new one.
+    DropOldest,
+    /// As `DropNewest`, and logged as an error: for traffic that must never overflow.
+    Error,
+}
+
+/// API misuse in a [`NodeConfig`].
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ConfigError {
+    /// The node's name is empty or over 256 bytes.
+    #[error("node name {0:?} must be 1 to 256 bytes long")]
+    BadName(String),
+    /// A size or a count that must be positive is zero.
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+    /// The token is over 1,024 bytes.
+    #[error("the authentication token is {0} bytes; at most 1024")]
+    TokenTooLong(usize),
+    /// The phi threshold is not a positive number.
+    #[error("phi threshold {0} must be a positive number")]
+    BadPhiThreshold(f64),
+    /// The maximum frame size leaves no room for a message.
+    #[error("max_frame_bytes {0} is below 64 (a frame header and a small message)")]
+    FrameTooSmall(u32),
+}
+
+/// A node's settings.
+///
+/// ```
+/// use cohort_remote::{Batching, NodeConfig, Overflow};
+///
+/// let config = NodeConfig::new("pricing-1")
+///     .token("s3cret")
+///     .listen("127.0.0.1:0".parse().unwrap())
+///     .batching(Batching::adaptive())
+///     .overflow(Overflow::DropOldest);
+/// assert!(config.validate().is_ok());
+/// assert!(NodeConfig::new("").validate().is_err());
+/// ```
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub(crate) name: String,
+    pub(crate) token: Vec<u8>,
+    pub(crate) listen: Option<SocketAddr>,
+    pub(crate) batching: Batching,
+    pub(crate) max_frame_bytes: u32,
+    pub(crate) outbound_capacity: usize,
+    pub(crate) overflow: Overflow,
+    pub(crate) handshake_timeout: Duration,
+    pub(crate) heartbeat_interval: Duration,
+    pub(crate) phi: PhiConfig,
+    pub(crate) reconnect_min: Duration,
+    pub(crate) reconnect_max: Duration,
+    pub(crate) io_threads: usize,
+    pub(crate) shutdown_flush_timeout: Duration,
+}
+
+impl NodeConfig {
+    /// A node named `name` (unique among the nodes that talk to each other), with every
+    /// other setting at its default: no token (an empty one), not listening.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            token: Vec::new(),
+            listen: None,
+            batching: Batching::default(),
+            max_frame_bytes: defaults::MAX_FRAME_BYTES,
+            outbound_capacity: defaults::OUTBOUND_CAPACITY,
+            overflow: Overflow::default(),
+            handshake_timeout: defaults::HANDSHAKE_TIMEOUT,
+            heartbeat_interval: defaults::HEARTBEAT_INTERVAL,
+            phi: PhiConfig::default(),
+            reconnect_min: defaults::RECONNECT_MIN_BACKOFF,
+            reconnect_max: defaults::RECONNECT_MAX_BACKOFF,
+            io_threads: defaults::IO_THREADS,
+            shutdown_flush_timeout: defaults::SHUTDOWN_FLUSH_TIMEOUT,
+        }
+    }
+
+    /// The shared secret both sides present in the handshake (default: empty). A peer with
+    /// another token is refused.
+    pub fn token(mut self, token: impl AsRef<[u8]>) -> Self {
+        self.token = token.as_ref().to_vec();
+        self
+    }
+
+    /// Accept connections on `addr` (default: none; port 0 picks a free port, see
+    /// [`Node::local_addr`](crate::Node::local_addr)).
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.listen = Some(addr);
+        self
+    }
+
+    /// The writers' batching ([`Batching::adaptive`] by default).
+    pub fn batching(mut self, batching: Batching) -> Self {
+        self.batching = batching;
+        self
+    }
+
+    /// The longest frame accepted and sent
+    /// ([`MAX_FRAME_BYTES`](defaults::MAX_FRAME_BYTES)); set the same on both nodes.
+    pub fn max_frame_bytes(mut self, bytes: u32) -> Self {
+        self.max_frame_bytes = bytes;
+        self
+    }
+
+    /// Messages queued per peer before [`NodeConfig::overflow`] applies
+    /// ([`OUTBOUND_CAPACITY`](defaults::OUTBOUND_CAPACITY)).
+    pub fn outbound_capacity(mut self, messages: usize) -> Self {
+        self.outbound_capacity = messages;
+        self
+    }
+
+    /// What a send to a full outbound queue does ([`Overflow::Wait`]).
+    pub fn overflow(mut self, overflow: Overflow) -> Self {
+        self.overflow = overflow;
+        self
+    }
+
+    /// How long a handshake may take ([`HANDSHAKE_TIMEOUT`](defaults::HANDSHAKE_TIMEOUT)).
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// How often heartbeats are written
+    /// ([`HEARTBEAT_INTERVAL`](defaults::HEARTBEAT_INTERVAL)); also the detector's first
+    /// assumed interval.
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = interval;
+        self.phi.first_interval = interval;
+        self
+    }
+
+    /// The failure detector's settings (Akka's defaults, see [`PhiConfig`]).
+    pub fn failure_detector(mut self, phi: PhiConfig) -> Self {
+        self.phi = phi;
+        self
+    }
+
+    /// Reconnection backoff to a dialled peer: first wait, and the most it doubles to
+    /// ([`RECONNECT_MIN_BACKOFF`](defaults::RECONNECT_MIN_BACKOFF),
+    /// [`RECONNECT_MAX_BACKOFF`](defaults::RECONNECT_MAX_BACKOFF)).
+    pub fn reconnect_backoff(mut self, min: Duration, max: Duration) -> Self {
+        self.reconnect_min = min;
+        self.reconnect_max = max.max(min);
+        self
+    }
+
+    /// Threads of the I/O runtime ([`IO_THREADS`](defaults::IO_THREADS)).
+    pub fn io_threads(mut self, threads: usize) -> Self {
+        self.io_threads = threads;
+        self
+    }
+
+    /// How long [`Node::shutdown`](crate::Node::shutdown) waits for queued messages to be
+    /// written ([`SHUTDOWN_FLUSH_TIMEOUT`](defaults::SHUTDOWN_FLUSH_TIMEOUT)).
+    pub fn shutdown_flush_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_flush_timeout = timeout;
+        self
+    }
+
+    /// Checks every setting; [`Node::start`](crate::Node::start) calls it.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.name.is_empty() || self.name.len() > defaults::MAX_NAME_BYTES {
+            return Err(ConfigError::BadName(self.name.clone()));
+        }
+        if self.token.len() > 1024 {
+            return Err(ConfigError::TokenTooLong(self.token.len()));
+        }
+        if self.max_frame_bytes < 64 {
+            return Err(ConfigError::FrameTooSmall(self.max_frame_bytes));
+        }
+        if self.outbound_capacity == 0 {
+            return Err(ConfigError::Zero("outbound_capacity"));
+        }
+        if self.io_threads == 0 {
+            return Err(ConfigError::Zero("io_threads"));
+        }
+        if self.heartbeat_interval.is_zero() {
+            return Err(ConfigError::Zero("heartbeat_interval"));
+        }
+        if self.phi.threshold.is_nan() || self.phi.threshold <= 0.0 {
+            return Err(ConfigError::BadPhiThreshold(self.phi.threshold));
+        }
+        if self.phi.max_samples == 0 {
+            return Err(ConfigError::Zero("failure_detector.max_samples"));
+        }
+        match self.batching {
+            Batching::Adaptive {
+                max_messages,
+                max_bytes,
+            } if max_messages == 0 || max_bytes == 0 => {
+                return Err(ConfigError::Zero("batching caps"));
+            }
+            Batching::Fixed {
+                messages, bytes, ..
+            } if messages == 0 || bytes == 0 => {
+                return Err(ConfigError::Zero("batching thresholds"));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,77 @@
+//! Every default and limit of `cohort-remote`, in one place: each builder setter of
+//! [`NodeConfig`](crate::NodeConfig) names the constant it defaults to.
+
+use std::time::Duration;
+
+/// The wire protocol's version, sent in the handshake. A peer with another version is
+/// refused ([`HandshakeError::VersionMismatch`](crate::HandshakeError::VersionMismatch)).
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// The largest frame a node accepts, in bytes (its declared length, kind byte included):
+/// 1 MiB. A longer one closes the connection
+/// ([`FrameError::TooLong`](crate::FrameError::TooLong)) before any of it is buffered.
+pub const MAX_FRAME_BYTES: u32 = 1 << 20;
+
+/// The most messages the writer puts in one write (adaptive batching): 1,024.
+pub const MAX_BATCH_MESSAGES: usize = 1024;
+
+/// The most bytes the writer puts in one write (adaptive batching): 64 KiB. A batch stops
+/// growing once it holds that many bytes (the message that crosses the cap is still in it).
+pub const MAX_BATCH_BYTES: usize = 64 * 1024;
+
+/// The seed's fixed flush thresholds (akka-remote-flush-batching): a write once 20 messages
+/// are queued...
+pub const FIXED_BATCH_MESSAGES: usize = 20;
+/// ... or 128 KB are queued...
+pub const FIXED_BATCH_BYTES: usize = 128 * 1024;
+/// ... or 40 ms after the batch's first message.
+pub const FIXED_BATCH_DELAY: Duration = Duration::from_millis(40);
+
+/// Capacity of the outbound queue to one peer, in messages: 65,536. What happens when it is
+/// full is the [`Overflow`](crate::Overflow) reaction.
+pub const OUTBOUND_CAPACITY: usize = 64 * 1024;
+
+/// How long a handshake may take before the connection is dropped: 5 s.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A heartbeat is written when nothing else was written for this long: 1 s (Akka's
+/// `heartbeat-interval`).
+pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The phi value above which a silent peer is declared down: 10 (Akka's remote watch
+/// `threshold`).
+pub const PHI_THRESHOLD: f64 = 10.0;
+
+/// The phi-accrual detector keeps this many inter-arrival samples: 200 (Akka's
+/// `max-sample-size`).
+pub const PHI_MAX_SAMPLES: usize = 200;
+
+/// The smallest standard deviation the detector assumes: 100 ms (Akka's
+/// `min-std-deviation`), so that a perfectly regular peer is not declared down at its
+/// first late heartbeat.
+pub const PHI_MIN_STD_DEVIATION: Duration = Duration::from_millis(100);
+
+/// A pause the detector tolerates on top of the mean interval: 3 s (Akka cluster's
+/// `acceptable-heartbeat-pause`).
+pub const ACCEPTABLE_HEARTBEAT_PAUSE: Duration = Duration::from_secs(3);
+
+/// The first wait before reconnecting to a peer this node dialled: 100 ms; it doubles after
+/// each failed attempt...
+pub const RECONNECT_MIN_BACKOFF: Duration = Duration::from_millis(100);
+/// ... up to 5 s.
+pub const RECONNECT_MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// How long a graceful [`Node::shutdown`](crate::Node::shutdown) waits for the writers to
+/// flush what is queued: 5 s; what is still queued after it is counted as undeliverable.
+pub const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Threads of the node's I/O runtime (tokio): 1. Readers and writers are short async tasks;
+/// on a small machine a second I/O thread competes with the agents' dispatchers.
+pub const IO_THREADS: usize = 1;
+
+/// The most type or mailbox declarations a peer may make on one connection: 65,536. More is
+/// a protocol error ([`FrameError::TooManyDeclarations`](crate::FrameError::TooManyDeclarations)).
+pub const MAX_DECLARATIONS: u32 = 1 << 16;
+
+/// The longest node, type or mailbox name accepted on the wire, in bytes: 256.
+pub const MAX_NAME_BYTES: usize = 256;

@@ -1,0 +1,181 @@
+//! The handshake: the dialler sends `Hello` (version, name, token), the listener answers
+//! `Welcome` (version, name) or `Refuse` (reason) and closes. Both sides check the version;
+//! the listener checks the token (in constant time) and that the names differ.
+
+use crate::error::HandshakeError;
+use crate::frame::{self, Frame};
+use crate::node::NodeShared;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Handshake frames are small: names and a token.
+const MAX_HANDSHAKE_FRAME: u32 = 4096;
+
+/// Reads one handshake frame; returns an owned description of it.
+async fn read_one(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Owned, HandshakeError> {
+    loop {
+        if let Some((f, n)) = frame::decode(buf, MAX_HANDSHAKE_FRAME)? {
+            let owned = Owned::from(f);
+            buf.drain(..n);
+            return Ok(owned);
+        }
+        buf.reserve(512);
+        let got = stream
+            .read_buf(buf)
+            .await
+            .map_err(|_| HandshakeError::Closed)?;
+        if got == 0 {
+            return Err(HandshakeError::Closed);
+        }
+    }
+}
+
+enum Owned {
+    Hello {
+        version: u16,
+        name: String,
+        token: Vec<u8>,
+    },
+    Welcome {
+        version: u16,
+        name: String,
+    },
+    Refuse(String),
+    Other(&'static str),
+}
+
+impl From<Frame<'_>> for Owned {
+    fn from(f: Frame<'_>) -> Self {
+        match f {
+            Frame::Hello {
+                version,
+                name,
+                token,
+            } => Owned::Hello {
+                version,
+                name: name.to_string(),
+                token: token.to_vec(),
+            },
+            Frame::Welcome { version, name } => Owned::Welcome {
+                version,
+                name: name.to_string(),
+            },
+            Frame::Refuse { reason } => Owned::Refuse(reason.to_string()),
+            Frame::DeclareType { .. } => Owned::Other("DeclareType"),
+            Frame::DeclareMbox { .. } => Owned::Other("DeclareMbox"),
+            Frame::Message { .. } => Owned::Other("Message"),
+            Frame::Heartbeat => Owned::Other("Heartbeat"),
+            Frame::Bye => Owned::Other("Bye"),
+        }
+    }
+}
+
+fn describe(o: &Owned) -> String {
+    match o {
+        Owned::Hello { .. } => "Hello".into(),
+        Owned::Welcome { .. } => "Welcome".into(),
+        Owned::Refuse(r) => format!("Refuse ({r})"),
+        Owned::Other(k) => (*k).into(),
+    }
+}
+
+/// Compares without an early exit, so the time taken says nothing about the token.
+fn same_token(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The listener's side: returns the peer's name, or refuses (and says why to the peer).
+pub(crate) async fn accept(
+    node: &NodeShared,
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Result<String, HandshakeError> {
+    let timeout = node.config.handshake_timeout;
+    let result = match tokio::time::timeout(timeout, read_one(stream, buf)).await {
+        Err(_) => Err(HandshakeError::Timeout(timeout)),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(Owned::Hello {
+            version,
+            name,
+            token,
+        })) => {
+            if version != crate::defaults::PROTOCOL_VERSION {
+                Err(HandshakeError::VersionMismatch {
+                    ours: crate::defaults::PROTOCOL_VERSION,
+                    theirs: version,
+                })
+            } else if !same_token(&token, &node.config.token) {
+                Err(HandshakeError::WrongToken)
+            } else if name == node.config.name {
+                Err(HandshakeError::SameName(name))
+            } else {
+                Ok(name)
+            }
+        }
+        Ok(Ok(other)) => Err(HandshakeError::Unexpected {
+            expected: "Hello",
+            got: describe(&other),
+        }),
+    };
+    let mut out = Vec::new();
+    match &result {
+        Ok(_) => frame::encode_welcome(
+            &mut out,
+            crate::defaults::PROTOCOL_VERSION,
+            &node.config.name,
+        ),
+        Err(e) => frame::encode_refuse(&mut out, &e.to_string()),
+    }
+    let written = stream.write_all(&out).await;
+    if result.is_ok() {
+        written.map_err(|_| HandshakeError::Closed)?;
+    } else {
+        let _ = stream.shutdown().await;
+    }
+    result
+}
+
+/// The dialler's side: returns the listener's name.
+pub(crate) async fn dial(
+    node: &NodeShared,
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Result<String, HandshakeError> {
+    let mut out = Vec::new();
+    frame::encode_hello(
+        &mut out,
+        crate::defaults::PROTOCOL_VERSION,
+        &node.config.name,
+        &node.config.token,
+    );
+    let timeout = node.config.handshake_timeout;
+    let exchange = async {
+        stream
+            .write_all(&out)
+            .await
+            .map_err(|_| HandshakeError::Closed)?;
+        read_one(stream, buf).await
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Err(_) => Err(HandshakeError::Timeout(timeout)),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(Owned::Welcome { version, name })) => {
+            if version != crate::defaults::PROTOCOL_VERSION {
+                Err(HandshakeError::VersionMismatch {
+                    ours: crate::defaults::PROTOCOL_VERSION,
+                    theirs: version,
+                })
+            } else {
+                Ok(name)
+            }
+        }
+        Ok(Ok(Owned::Refuse(reason))) => Err(HandshakeError::Refused(reason)),
+        Ok(Ok(other)) => Err(HandshakeError::Unexpected {
+            expected: "Welcome",
+            got: describe(&other),
+        }),
+    }
+}

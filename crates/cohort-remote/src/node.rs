@@ -1,0 +1,373 @@
+//! A node: this process's endpoint. It listens (optionally), dials peers, exports named
+//! mailboxes, and owns the I/O runtime (tokio) that runs every connection's reader and
+//! writer.
+
+use crate::config::NodeConfig;
+use crate::connection;
+use crate::error::RemoteError;
+use crate::peer::{CLOSED, PeerShared, RemoteNode};
+use crate::registry::Registry;
+use crate::stats::{Counters, NodeStats};
+use cohort::{DeliveryFailure, Environment, Mbox};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+
+pub(crate) struct NodeShared {
+    pub(crate) config: NodeConfig,
+    pub(crate) registry: Registry,
+    pub(crate) env: Environment,
+    pub(crate) counters: Counters,
+    pub(crate) events: Mbox,
+    pub(crate) handle: tokio::runtime::Handle,
+    pub(crate) shutting_down: AtomicBool,
+    exports: RwLock<HashMap<String, Mbox>>,
+    peers: Mutex<HashMap<String, Arc<PeerShared>>>,
+    peers_changed: Condvar,
+}
+
+impl NodeShared {
+    /// Counts a message to a peer that was not sent.
+    #[cold]
+    pub(crate) fn undeliverable(&self, message_type: &'static str, reason: DeliveryFailure) {
+        Counters::add(&self.counters.undeliverable, 1);
+        self.env.report_dead_letter(message_type, reason);
+    }
+
+    pub(crate) fn exported(&self, name: &str) -> Option<Mbox> {
+        self.exports
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+    }
+
+    pub(crate) fn peer_changed(&self) {
+        let _peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        self.peers_changed.notify_all();
+    }
+
+    fn peer_entry(self: &Arc<Self>, name: &str, dial_addr: Option<String>) -> Arc<PeerShared> {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(PeerShared::new(name.to_string(), self.clone(), dial_addr)))
+            .clone()
+    }
+}
+
+/// Connects to `addr` and shakes hands; returns the stream, the peer's name and any bytes
+/// read past the handshake.
+pub(crate) async fn dial(
+    node: &NodeShared,
+    addr: &str,
+) -> Result<(TcpStream, String, Vec<u8>), RemoteError> {
+    let mut stream = TcpStream::connect(addr)
+        .await
+        .map_err(|source| RemoteError::Connect {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let _ = stream.set_nodelay(true);
+    let mut buf = Vec::new();
+    match crate::handshake::dial(node, &mut stream, &mut buf).await {
+        Ok(name) => Ok((stream, name, buf)),
+        Err(source) => {
+            Counters::add(&node.counters.handshakes_refused, 1);
+            Err(RemoteError::Handshake {
+                addr: addr.to_string(),
+                source,
+            })
+        }
+    }
+}
+
+async fn accept_loop(node: Arc<NodeShared>, listener: TcpListener) {
+    loop {
+        let (mut stream, from) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!(node = %node.config.name, error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        if node.shutting_down.load(Ordering::Acquire) {
+            return;
+        }
+        let node = node.clone();
+        tokio::spawn(async move {
+            let _ = stream.set_nodelay(true);
+            let mut buf = Vec::new();
+            match crate::handshake::accept(&node, &mut stream, &mut buf).await {
+                Ok(name) => {
+                    let peer = node.peer_entry(&name, None);
+                    if peer.status.load(Ordering::Acquire) == CLOSED {
+                        return;
+                    }
+                    connection::install(&peer, stream, buf);
+                }
+                Err(e) => {
+                    Counters::add(&node.counters.handshakes_refused, 1);
+                    tracing::warn!(node = %node.config.name, %from, reason = %e, "handshake refused");
+                }
+            }
+        });
+    }
+}
+
+/// This process's remoting endpoint, bound to one cohort [`Environment`].
+///
+/// ```
+/// use cohort::Environment;
+/// use cohort_remote::{Node, NodeConfig, Registry};
+/// use serde::{Deserialize, Serialize};
+/// use std::time::Duration;
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Hello(String);
+///
+/// let env = Environment::builder().start().unwrap();
+/// let mut registry = Registry::new();
+/// registry.register::<Hello>("example.Hello").unwrap();
+/// let mut registry_b = Registry::new();
+/// registry_b.register::<Hello>("example.Hello").unwrap();
+///
+/// // Two nodes (in one process here; usually two processes or machines).
+/// let a = Node::start(&env.environment(), NodeConfig::new("a").token("t")
+///     .listen("127.0.0.1:0".parse().unwrap()), registry).unwrap();
+/// let b = Node::start(&env.environment(), NodeConfig::new("b").token("t"), registry_b).unwrap();
+/// let inbox = a.export("greetings"); // a named mailbox agents of `a` subscribe to
+///
+/// let to_a = b.connect(a.local_addr().unwrap()).unwrap();
+/// to_a.mbox("greetings").send(Hello("hi".into()));
+/// # let _ = inbox;
+/// b.shutdown();
+/// a.shutdown();
+/// env.stop_and_wait();
+/// ```
+pub struct Node {
+    shared: Arc<NodeShared>,
+    runtime: Option<tokio::runtime::Runtime>,
+    local_addr: Option<SocketAddr>,
+}
+
+impl Node {
+    /// Starts a node in `env` with `config` (checked first) and the message types of
+    /// `registry`; listens if the config says so.
+    pub fn start(
+        env: &Environment,
+        config: NodeConfig,
+        registry: Registry,
+    ) -> Result<Node, RemoteError> {
+        config.validate()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.io_threads)
+            .thread_name(format!("cohort-remote-{}", config.name))
+            .enable_all()
+            .build()
+            .map_err(RemoteError::Runtime)?;
+        let listener = match config.listen {
+            Some(addr) => Some(
+                runtime
+                    .block_on(TcpListener::bind(addr))
+                    .map_err(|source| RemoteError::Listen { addr, source })?,
+            ),
+            None => None,
+        };
+        let local_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
+        let events = env.named_mbox(&events_mbox_name(&config.name));
+        let shared = Arc::new(NodeShared {
+            events,
+            handle: runtime.handle().clone(),
+            env: env.clone(),
+            registry,
+            counters: Counters::default(),
+            shutting_down: AtomicBool::new(false),
+            exports: RwLock::new(HashMap::new()),
+            peers: Mutex::new(HashMap::new()),
+            peers_changed: Condvar::new(),
+            config,
+        });
+        if let Some(listener) = listener {
+            runtime.spawn(accept_loop(shared.clone(), listener));
+        }
+        Ok(Node {
+            shared,
+            runtime: Some(runtime),
+            local_addr,
+        })
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> &str {
+        &self.shared.config.name
+    }
+
+    /// The address it listens on (with the port picked, if the config said port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.local_addr
+    }
+
+    /// Lets peers send to the environment's named mailbox `name`, and returns it (agents of
+    /// this node subscribe to it as to any named mailbox).
+    pub fn export(&self, name: &str) -> Mbox {
+        let mbox = self.shared.env.named_mbox(name);
+        self.shared
+            .exports
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string(), mbox.clone());
+        mbox
+    }
+
+    /// Stops accepting messages for `name` from peers (later ones are dead letters there,
+    /// [`DeliveryFailure::NotExported`]) on connections that had not resolved it yet.
+    pub fn unexport(&self, name: &str) {
+        self.shared
+            .exports
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(name);
+    }
+
+    /// Dials the node at `addr` (host:port) and shakes hands; blocks until done. Must not be
+    /// called from inside a tokio runtime. If the connection is lost later, this node dials
+    /// again with backoff.
+    pub fn connect(&self, addr: impl std::fmt::Display) -> Result<RemoteNode, RemoteError> {
+        let node = &self.shared;
+        if node.shutting_down.load(Ordering::Acquire) {
+            return Err(RemoteError::ShutDown);
+        }
+        let addr = addr.to_string();
+        let (stream, name, leftover) = node.handle.block_on(dial(node, &addr))?;
+        let peer = node.peer_entry(&name, Some(addr));
+        connection::install(&peer, stream, leftover);
+        Ok(RemoteNode { peer })
+    }
+
+    /// The peer named `name`, if it ever connected (or was connected to).
+    pub fn peer(&self, name: &str) -> Option<RemoteNode> {
+        self.shared
+            .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .map(|p| RemoteNode { peer: p.clone() })
+    }
+
+    /// Waits until the peer named `name` is connected, at most `timeout`.
+    pub fn wait_for_peer(&self, name: &str, timeout: Duration) -> Option<RemoteNode> {
+        let deadline = Instant::now() + timeout;
+        let mut peers = self.shared.peers.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(p) = peers.get(name)
+                && p.is_up()
+            {
+                return Some(RemoteNode { peer: p.clone() });
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            peers = self
+                .shared
+                .peers_changed
+                .wait_timeout(peers, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// The named mailbox where this node publishes [`NodeUp`](crate::NodeUp) and
+    /// [`NodeDown`](crate::NodeDown).
+    pub fn events_mbox(&self) -> Mbox {
+        self.shared.events.clone()
+    }
+
+    /// The node's counters.
+    pub fn stats(&self) -> NodeStats {
+        self.shared.counters.snapshot()
+    }
+
+    /// Graceful shutdown: stops accepting, lets every writer flush what is queued (at most
+    /// the configured flush timeout) and say Bye, then stops the I/O runtime. What is still
+    /// queued after that is counted as undeliverable.
+    pub fn shutdown(mut self) {
+        self.stop(true);
+    }
+
+    /// Drops every connection at once, with no flush and no Bye, as a crash would (tests of
+    /// failure handling).
+    pub fn abort(mut self) {
+        self.stop(false);
+    }
+
+    fn stop(&mut self, graceful: bool) {
+        let Some(runtime) = self.runtime.take() else {
+            return;
+        };
+        let node = &self.shared;
+        node.shutting_down.store(true, Ordering::Release);
+        let peers: Vec<Arc<PeerShared>> = node
+            .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        if graceful {
+            for p in &peers {
+                p.closing.store(true, Ordering::Release);
+                p.queue.kick();
+            }
+            // Each writer ends its connection once it wrote Bye (`lost` then signals).
+            let deadline = Instant::now() + node.config.shutdown_flush_timeout;
+            let mut guard = node.peers.lock().unwrap_or_else(|e| e.into_inner());
+            while peers
+                .iter()
+                .any(|p| p.conn.lock().unwrap_or_else(|e| e.into_inner()).is_some())
+            {
+                let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                    break;
+                };
+                guard = node
+                    .peers_changed
+                    .wait_timeout(guard, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            drop(guard);
+        }
+        for p in &peers {
+            p.status.store(CLOSED, Ordering::Release);
+            p.queue.kick();
+        }
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        for p in &peers {
+            p.drain_undeliverable(DeliveryFailure::NodeDown);
+            // Breaks the peer -> node -> peer cycle.
+            p.conn.lock().unwrap_or_else(|e| e.into_inner()).take();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop(true);
+    }
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &self.shared.config.name)
+            .field("local_addr", &self.local_addr)
+            .finish()
+    }
+}
+
+/// The name of the events mailbox of the node named `node`.
+pub fn events_mbox_name(node: &str) -> String {
+    format!("cohort-remote/{node}/events")
+}

@@ -1,0 +1,185 @@
+//! A peer node as this node sees it: its outbound queue, its status, the mailbox names
+//! sent to it, and the proxies ([`RemoteNode::mbox`]) that feed that queue.
+//!
+//! Send path: `Mbox::send(msg)` on a proxy → [`RemoteMbox::deliver`] (registry lookup of
+//! the type, status check, push onto [`OutboundQueue`]) → the connection's writer task
+//! (`connection::writer`) encodes it into the current batch and writes the batch.
+
+use crate::config::Overflow;
+use crate::connection::ConnState;
+use crate::node::NodeShared;
+use crate::outbound::{Outbound, OutboundQueue, Refused};
+use cohort::{AnyMessage, CustomMbox, DeliveryFailure, Mbox};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub(crate) const UP: u8 = 1;
+pub(crate) const DOWN: u8 = 2;
+pub(crate) const CLOSED: u8 = 3;
+
+/// Mailbox names this node sends to on a peer, each with the id its frames carry.
+#[derive(Default)]
+pub(crate) struct MboxNames {
+    pub(crate) names: Vec<Arc<str>>,
+    by_name: HashMap<Arc<str>, u32>,
+}
+
+pub(crate) struct PeerShared {
+    pub(crate) name: String,
+    pub(crate) node: Arc<NodeShared>,
+    pub(crate) queue: OutboundQueue,
+    pub(crate) status: AtomicU8,
+    /// Set by a graceful shutdown: the writer flushes, says Bye and stops.
+    pub(crate) closing: AtomicBool,
+    pub(crate) mbox_names: Mutex<MboxNames>,
+    /// Where to reconnect to, for a peer this node dialled.
+    pub(crate) dial_addr: Option<String>,
+    /// The live connection, if any.
+    pub(crate) conn: Mutex<Option<Arc<ConnState>>>,
+}
+
+impl PeerShared {
+    pub(crate) fn new(name: String, node: Arc<NodeShared>, dial_addr: Option<String>) -> Self {
+        let capacity = node.config.outbound_capacity;
+        Self {
+            name,
+            node,
+            queue: OutboundQueue::new(capacity),
+            status: AtomicU8::new(DOWN),
+            closing: AtomicBool::new(false),
+            mbox_names: Mutex::new(MboxNames::default()),
+            dial_addr,
+            conn: Mutex::new(None),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_up(&self) -> bool {
+        self.status.load(Ordering::Acquire) == UP
+    }
+
+    fn mbox_id(&self, name: &str) -> (u32, Arc<str>) {
+        let mut names = self.mbox_names.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((k, &id)) = names.by_name.get_key_value(name) {
+            return (id, k.clone());
+        }
+        let id = names.names.len() as u32;
+        let name: Arc<str> = name.into();
+        names.names.push(name.clone());
+        names.by_name.insert(name.clone(), id);
+        (id, name)
+    }
+
+    /// Every message still queued becomes a dead letter with `reason`; returns how many.
+    pub(crate) fn drain_undeliverable(&self, reason: DeliveryFailure) -> u64 {
+        let mut n = 0;
+        while let Some(o) = self.queue.pop() {
+            self.node.undeliverable(o.msg.type_name(), reason);
+            n += 1;
+        }
+        self.queue.signal_space();
+        n
+    }
+}
+
+/// A connected peer node: the handle to reach the mailboxes it exports.
+///
+/// Obtained from [`Node::connect`](crate::Node::connect) (this node dialled it) or
+/// [`Node::peer`](crate::Node::peer) / [`Node::wait_for_peer`](crate::Node::wait_for_peer)
+/// (it dialled this node). Cheap to clone. See the crate documentation for an example.
+#[derive(Clone)]
+pub struct RemoteNode {
+    pub(crate) peer: Arc<PeerShared>,
+}
+
+impl RemoteNode {
+    /// The peer's node name (from its handshake).
+    pub fn name(&self) -> &str {
+        &self.peer.name
+    }
+
+    /// A mailbox that sends to the mailbox the peer exported as `name`: the same
+    /// [`Mbox::send`] as a local one. Messages from one sender to one peer arrive in the
+    /// order they were sent. A message whose type is not in the registry, sent while the
+    /// peer is down, or refused by a full queue is a counted dead letter; one sent to a name
+    /// the peer does not export is a dead letter there
+    /// ([`DeliveryFailure::NotExported`](cohort::DeliveryFailure::NotExported)).
+    pub fn mbox(&self, name: &str) -> Mbox {
+        let (id, name) = self.peer.mbox_id(name);
+        Mbox::custom(RemoteMbox {
+            peer: self.peer.clone(),
+            id,
+            name: format!("{}@{}", name, self.peer.name).into(),
+        })
+    }
+
+    /// Whether the connection to the peer is up.
+    pub fn is_up(&self) -> bool {
+        self.peer.is_up()
+    }
+
+    /// Messages queued for the peer, not yet written.
+    pub fn queued(&self) -> usize {
+        self.peer.queue.len()
+    }
+}
+
+impl std::fmt::Debug for RemoteNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteNode")
+            .field("name", &self.peer.name)
+            .field("up", &self.is_up())
+            .finish()
+    }
+}
+
+/// The proxy behind [`RemoteNode::mbox`].
+pub(crate) struct RemoteMbox {
+    peer: Arc<PeerShared>,
+    id: u32,
+    name: Box<str>,
+}
+
+impl CustomMbox for RemoteMbox {
+    fn deliver(&self, msg: AnyMessage) {
+        let peer = &*self.peer;
+        let node = &*peer.node;
+        let Some(entry) = node.registry.index_of(msg.type_id()) else {
+            tracing::warn!(
+                message_type = msg.type_name(),
+                peer = %peer.name,
+                "message type not registered for remoting: register it in the Registry of both nodes"
+            );
+            node.undeliverable(msg.type_name(), DeliveryFailure::NotRegisteredForRemote);
+            return;
+        };
+        if !peer.is_up() {
+            node.undeliverable(msg.type_name(), DeliveryFailure::NodeDown);
+            return;
+        }
+        let item = Outbound {
+            entry,
+            mbox: self.id,
+            msg,
+        };
+        let overflow = node.config.overflow;
+        match peer.queue.push(item, overflow, || peer.is_up()) {
+            Ok(()) => {}
+            Err(Refused::Full(o)) | Err(Refused::DroppedOldest(o)) => {
+                if overflow == Overflow::Error {
+                    tracing::error!(peer = %peer.name, message_type = o.msg.type_name(),
+                        "outbound queue full: message dropped");
+                }
+                node.undeliverable(o.msg.type_name(), DeliveryFailure::OutboundFull);
+            }
+            Err(Refused::Closed(o)) => {
+                node.undeliverable(o.msg.type_name(), DeliveryFailure::NodeDown);
+            }
+        }
+    }
+
+    fn name(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+}

@@ -1,0 +1,82 @@
+//! A node's counters: what it wrote and read, and what went wrong.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters of a node, all connections together (relaxed atomics; the writers add a
+/// batch's figures once per write).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) writes: AtomicU64,
+    pub(crate) messages_out: AtomicU64,
+    pub(crate) bytes_out: AtomicU64,
+    pub(crate) messages_in: AtomicU64,
+    pub(crate) bytes_in: AtomicU64,
+    pub(crate) heartbeats_in: AtomicU64,
+    pub(crate) connections: AtomicU64,
+    pub(crate) handshakes_refused: AtomicU64,
+    pub(crate) protocol_errors: AtomicU64,
+    pub(crate) nodes_down: AtomicU64,
+    pub(crate) undeliverable: AtomicU64,
+}
+
+impl Counters {
+    #[inline]
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> NodeStats {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        NodeStats {
+            writes: g(&self.writes),
+            messages_out: g(&self.messages_out),
+            bytes_out: g(&self.bytes_out),
+            messages_in: g(&self.messages_in),
+            bytes_in: g(&self.bytes_in),
+            heartbeats_in: g(&self.heartbeats_in),
+            connections: g(&self.connections),
+            handshakes_refused: g(&self.handshakes_refused),
+            protocol_errors: g(&self.protocol_errors),
+            nodes_down: g(&self.nodes_down),
+            undeliverable: g(&self.undeliverable),
+        }
+    }
+}
+
+/// A snapshot of a node's counters ([`Node::stats`](crate::Node::stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Socket writes (batches) made by the writers, heartbeats included.
+    pub writes: u64,
+    /// Messages written.
+    pub messages_out: u64,
+    /// Bytes written.
+    pub bytes_out: u64,
+    /// Messages read and handed to a local mailbox (or counted as dead letters).
+    pub messages_in: u64,
+    /// Bytes read.
+    pub bytes_in: u64,
+    /// Heartbeats read.
+    pub heartbeats_in: u64,
+    /// Connections that completed their handshake (both directions, reconnections too).
+    pub connections: u64,
+    /// Handshakes refused (wrong token, version, name, malformed, timeout), either side.
+    pub handshakes_refused: u64,
+    /// Connections closed for a protocol error (malformed frame, unknown id, ...).
+    pub protocol_errors: u64,
+    /// Times a peer was declared down (connection lost, failure detector, protocol error).
+    pub nodes_down: u64,
+    /// Messages to remote nodes that were not sent: counted as dead letters too.
+    pub undeliverable: u64,
+}
+
+impl NodeStats {
+    /// Mean messages per socket write (0 before the first write).
+    pub fn mean_batch(&self) -> f64 {
+        if self.writes == 0 {
+            0.0
+        } else {
+            self.messages_out as f64 / self.writes as f64
+        }
+    }
+}
