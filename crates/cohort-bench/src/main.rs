@@ -11,6 +11,7 @@ mod dispatcher_cmds;
 mod latency_cmd;
 mod machine;
 mod report;
+mod remote_cmd;
 mod report_cmd;
 mod rss;
 mod scenarios;
@@ -112,6 +113,13 @@ enum Command {
     /// Skynet on the default dispatcher and on thread_pool of each size with either fifo
     /// (the seed's table): one record per cell.
     SkynetGrid(seed_grids::SkynetGridArgs),
+    /// Client agents on one node, echo agents on another, over TCP on loopback (Akka.NET's
+    /// RemotePingPong, akka-remote-flush-batching): throughput per client count and batching
+    /// policy, mean messages per write, and round-trip latency with one ping in flight.
+    RemotePingPong(remote_cmd::RemotePingPongArgs),
+    /// The echo side of remote-ping-pong as a child process (started by remote-ping-pong).
+    #[command(hide = true)]
+    RemotePingPongServer(remote_cmd::ServerArgs),
     /// Draws charts (SVG or PNG) and a markdown table from result files (--json or --csv
     /// output).
     Report(report_cmd::ReportArgs),
@@ -347,6 +355,10 @@ fn main() {
         },
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
+        Command::RemotePingPong(a) => {
+            remote_cmd::records(&a, cli.common.runs.unwrap_or(3), &machine)
+        }
+        Command::RemotePingPongServer(a) => std::process::exit(remote_cmd::serve(&a)),
         Command::Compare(a) => {
             std::process::exit(compare::run(&a, cli.common.runs, format, &machine))
         }

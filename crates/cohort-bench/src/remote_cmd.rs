@@ -1,0 +1,121 @@
+//! The remoting issue's subcommands: `remote-ping-pong` (its flags and records) and the
+//! hidden `remote-ping-pong-server` (the echo side as a child process).
+
+use super::{Machine, Record, params, sampled};
+use crate::scenarios::remote_ping_pong::{self as rpp, Pair, Policy, Processes};
+use clap::Args;
+use serde_json::json;
+
+/// Round trips of the latency run under fixed thresholds: each waits for the 40 ms timer
+/// twice (once per direction), so a few are enough.
+const FIXED_LATENCY_ROUND_TRIPS: u64 = 25;
+
+/// `remote-ping-pong` flags.
+#[derive(Args, Clone)]
+pub struct RemotePingPongArgs {
+    /// Client counts, one round each (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 5, 10, 15, 20, 25, 30])]
+    pub clients: Vec<usize>,
+    /// Messages per client, pings and pongs together (the seed's 200,000).
+    #[arg(long, default_value_t = 200_000)]
+    pub messages: u64,
+    /// Pings each client keeps outstanding.
+    #[arg(long = "in-flight", default_value_t = 50)]
+    pub in_flight: u64,
+    /// Batching policies compared, the same on both nodes (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',',
+          default_values_t = vec![Policy::Adaptive, Policy::PerMessage, Policy::Fixed])]
+    pub batching: Vec<Policy>,
+    /// Where the echo node runs: this process, a child process, or both in turn.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = vec![Processes::Two, Processes::One])]
+    pub processes: Vec<Processes>,
+    /// Round trips of the latency run (one client, one ping in flight); 0 skips it. Under
+    /// fixed thresholds at most 25 (each waits for the 40 ms timer).
+    #[arg(long = "latency-round-trips", default_value_t = 20_000)]
+    pub latency_round_trips: u64,
+}
+
+/// `remote-ping-pong-server` flags (started by `remote-ping-pong` itself).
+#[derive(Args, Clone)]
+pub struct ServerArgs {
+    /// The batching policy of the echo node.
+    #[arg(long, value_enum, default_value = "adaptive")]
+    pub batching: Policy,
+    /// Echo agents to start.
+    #[arg(long, default_value_t = 30)]
+    pub clients: usize,
+}
+
+/// Runs the echo side until standard input closes.
+pub fn serve(a: &ServerArgs) -> i32 {
+    match rpp::serve_child(a.batching, a.clients) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("remote-ping-pong-server: {e}");
+            1
+        }
+    }
+}
+
+/// Runs the grid: per (processes, policy), one pair of nodes; per client count `runs`
+/// rounds; then the latency run.
+pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let mut out = Vec::new();
+    let max_clients = a.clients.iter().copied().max().unwrap_or(1).max(1);
+    for &processes in &a.processes {
+        for &policy in &a.batching {
+            let base = format!("{}, {}", policy.label(), processes.label());
+            let mut pair = match Pair::start(processes, policy, max_clients) {
+                Ok(p) => p,
+                Err(e) => {
+                    let p = params(json!({ "batching": policy.label(), "processes": processes.label() }));
+                    out.push(Record::failed("remote-ping-pong", &base, &p, e, machine));
+                    continue;
+                }
+            };
+            for &clients in &a.clients {
+                let variant = format!("{base}, {clients} clients");
+                let p = params(json!({
+                    "clients": clients,
+                    "messages_per_client": a.messages,
+                    "in_flight": a.in_flight,
+                    "batching": policy.label(),
+                    "processes": processes.label(),
+                }));
+                out.extend(sampled("remote-ping-pong", &variant, &p, runs, machine, || {
+                    let r = pair.client().round(clients, a.messages, a.in_flight, false)?;
+                    Ok(vec![
+                        ("messages_per_s", r.messages as f64 / r.elapsed.as_secs_f64()),
+                        ("mean_batch", r.client_batch),
+                        ("elapsed_s", r.elapsed.as_secs_f64()),
+                    ])
+                }));
+            }
+            if a.latency_round_trips > 0 {
+                let trips = if policy == Policy::Fixed {
+                    a.latency_round_trips.min(FIXED_LATENCY_ROUND_TRIPS)
+                } else {
+                    a.latency_round_trips
+                };
+                let variant = format!("{base}, 1 client, 1 in flight");
+                let p = params(json!({
+                    "round_trips": trips,
+                    "batching": policy.label(),
+                    "processes": processes.label(),
+                }));
+                out.extend(sampled("remote-ping-pong-latency", &variant, &p, runs, machine, || {
+                    let r = pair.client().round(1, trips * 2, 1, true)?;
+                    let h = r.latency.ok_or("no latency recorded")?;
+                    let q = |q: f64| h.value_at_quantile(q) as f64;
+                    Ok(vec![
+                        ("round_trips_per_s", trips as f64 / r.elapsed.as_secs_f64()),
+                        ("latency_ns_p50", q(0.5)),
+                        ("latency_ns_p99", q(0.99)),
+                        ("latency_ns_p999", q(0.999)),
+                    ])
+                }));
+            }
+        }
+    }
+    out
+}
