@@ -33,7 +33,13 @@ pub struct RemotePingPongArgs {
     /// fixed thresholds at most 25 (each waits for the 40 ms timer).
     #[arg(long = "latency-round-trips", default_value_t = 20_000)]
     pub latency_round_trips: u64,
+    /// Microseconds each connection polls after its last work before it sleeps (both
+    /// nodes; default: cohort-remote's `IO_SPIN`, 50).
+    #[arg(long = "io-spin-us", default_value_t = IO_SPIN_US)]
+    pub io_spin_us: u64,
 }
+
+const IO_SPIN_US: u64 = cohort_remote::defaults::IO_SPIN.as_micros() as u64;
 
 /// `remote-ping-pong-server` flags (started by `remote-ping-pong` itself).
 #[derive(Args, Clone)]
@@ -44,11 +50,18 @@ pub struct ServerArgs {
     /// Echo agents to start.
     #[arg(long, default_value_t = 30)]
     pub clients: usize,
+    /// As remote-ping-pong's `--io-spin-us`.
+    #[arg(long = "io-spin-us", default_value_t = IO_SPIN_US)]
+    pub io_spin_us: u64,
 }
 
 /// Runs the echo side until standard input closes.
 pub fn serve(a: &ServerArgs) -> i32 {
-    match rpp::serve_child(a.batching, a.clients) {
+    match rpp::serve_child(
+        a.batching,
+        a.clients,
+        std::time::Duration::from_micros(a.io_spin_us),
+    ) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("remote-ping-pong-server: {e}");
@@ -64,8 +77,18 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     let max_clients = a.clients.iter().copied().max().unwrap_or(1).max(1);
     for &processes in &a.processes {
         for &policy in &a.batching {
-            let base = format!("{}, {}", policy.label(), processes.label());
-            let mut pair = match Pair::start(processes, policy, max_clients) {
+            let base = format!(
+                "{}, {}, io spin {} us",
+                policy.label(),
+                processes.label(),
+                a.io_spin_us
+            );
+            let mut pair = match Pair::start(
+                processes,
+                policy,
+                max_clients,
+                std::time::Duration::from_micros(a.io_spin_us),
+            ) {
                 Ok(p) => p,
                 Err(e) => {
                     let p = params(json!({ "batching": policy.label(), "processes": processes.label() }));
@@ -81,6 +104,7 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
                     "in_flight": a.in_flight,
                     "batching": policy.label(),
                     "processes": processes.label(),
+                    "io_spin_us": a.io_spin_us,
                 }));
                 out.extend(sampled("remote-ping-pong", &variant, &p, runs, machine, || {
                     let r = pair.client().round(clients, a.messages, a.in_flight, false)?;
@@ -102,6 +126,7 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
                     "round_trips": trips,
                     "batching": policy.label(),
                     "processes": processes.label(),
+                    "io_spin_us": a.io_spin_us,
                 }));
                 out.extend(sampled("remote-ping-pong-latency", &variant, &p, runs, machine, || {
                     let r = pair.client().round(1, trips * 2, 1, true)?;
