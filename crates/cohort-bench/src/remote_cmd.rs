@@ -91,7 +91,9 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
             ) {
                 Ok(p) => p,
                 Err(e) => {
-                    let p = params(json!({ "batching": policy.label(), "processes": processes.label() }));
+                    let p = params(
+                        json!({ "batching": policy.label(), "processes": processes.label() }),
+                    );
                     out.push(Record::failed("remote-ping-pong", &base, &p, e, machine));
                     continue;
                 }
@@ -106,14 +108,35 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
                     "processes": processes.label(),
                     "io_spin_us": a.io_spin_us,
                 }));
-                out.extend(sampled("remote-ping-pong", &variant, &p, runs, machine, || {
-                    let r = pair.client().round(clients, a.messages, a.in_flight, false)?;
-                    Ok(vec![
-                        ("messages_per_s", r.messages as f64 / r.elapsed.as_secs_f64()),
-                        ("mean_batch", r.client_batch),
-                        ("elapsed_s", r.elapsed.as_secs_f64()),
-                    ])
-                }));
+                out.extend(sampled(
+                    "remote-ping-pong",
+                    &variant,
+                    &p,
+                    runs,
+                    machine,
+                    || {
+                        let before = pair.server_stats();
+                        let r = pair
+                            .client()
+                            .round(clients, a.messages, a.in_flight, false)?;
+                        let mut m = vec![
+                            (
+                                "messages_per_s",
+                                r.messages as f64 / r.elapsed.as_secs_f64(),
+                            ),
+                            ("mean_batch", r.client_batch),
+                            ("elapsed_s", r.elapsed.as_secs_f64()),
+                        ];
+                        if let (Some(b), Some(now)) = (before, pair.server_stats()) {
+                            let writes = now.writes - b.writes;
+                            if writes > 0 {
+                                let n = (now.messages_out - b.messages_out) as f64;
+                                m.push(("mean_batch_server", n / writes as f64));
+                            }
+                        }
+                        Ok(m)
+                    },
+                ));
             }
             if a.latency_round_trips > 0 {
                 let trips = if policy == Policy::Fixed {
@@ -128,17 +151,24 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
                     "processes": processes.label(),
                     "io_spin_us": a.io_spin_us,
                 }));
-                out.extend(sampled("remote-ping-pong-latency", &variant, &p, runs, machine, || {
-                    let r = pair.client().round(1, trips * 2, 1, true)?;
-                    let h = r.latency.ok_or("no latency recorded")?;
-                    let q = |q: f64| h.value_at_quantile(q) as f64;
-                    Ok(vec![
-                        ("round_trips_per_s", trips as f64 / r.elapsed.as_secs_f64()),
-                        ("latency_ns_p50", q(0.5)),
-                        ("latency_ns_p99", q(0.99)),
-                        ("latency_ns_p999", q(0.999)),
-                    ])
-                }));
+                out.extend(sampled(
+                    "remote-ping-pong-latency",
+                    &variant,
+                    &p,
+                    runs,
+                    machine,
+                    || {
+                        let r = pair.client().round(1, trips * 2, 1, true)?;
+                        let h = r.latency.ok_or("no latency recorded")?;
+                        let q = |q: f64| h.value_at_quantile(q) as f64;
+                        Ok(vec![
+                            ("round_trips_per_s", trips as f64 / r.elapsed.as_secs_f64()),
+                            ("latency_ns_p50", q(0.5)),
+                            ("latency_ns_p99", q(0.99)),
+                            ("latency_ns_p999", q(0.999)),
+                        ])
+                    },
+                ));
             }
         }
     }

@@ -62,9 +62,11 @@ pub(crate) fn install(peer: &Arc<PeerShared>, stream: TcpStream, leftover: Vec<u
     Counters::add(&node.counters.connections, 1);
     node.handle.spawn(run(peer.clone(), conn, stream, leftover));
     tracing::info!(node = %node.config.name, peer = %peer.name, "node up");
-    node.events.send(NodeUp {
-        node: peer.name.clone(),
-    });
+    if node.events.has_subscribers::<NodeUp>() {
+        node.events.send(NodeUp {
+            node: peer.name.clone(),
+        });
+    }
     node.peer_changed();
 }
 
@@ -90,11 +92,13 @@ pub(crate) fn lost(peer: &Arc<PeerShared>, conn: &Arc<ConnState>, reason: String
     let undeliverable = peer.drain_undeliverable(DeliveryFailure::NodeDown);
     Counters::add(&node.counters.nodes_down, 1);
     tracing::warn!(node = %node.config.name, peer = %peer.name, %reason, undeliverable, "node down");
-    node.events.send(NodeDown {
-        node: peer.name.clone(),
-        reason,
-        undeliverable,
-    });
+    if node.events.has_subscribers::<NodeDown>() {
+        node.events.send(NodeDown {
+            node: peer.name.clone(),
+            reason,
+            undeliverable,
+        });
+    }
     node.peer_changed();
     if !closed
         && !node.shutting_down.load(Ordering::Acquire)
@@ -543,8 +547,8 @@ async fn io_loop(
             t
         };
         let writable_needed = out.pending() && (due || out.open == 0);
-        let queue_can_help = !writable_needed
-            && !matches!(batching, Batching::PerMessage if out.pending());
+        let queue_can_help =
+            !writable_needed && !matches!(batching, Batching::PerMessage if out.pending());
         tokio::select! {
             r = stream.readable() => r.map_err(|e| format!("read failed: {e}"))?,
             r = stream.writable(), if writable_needed => r.map_err(|e| format!("write failed: {e}"))?,

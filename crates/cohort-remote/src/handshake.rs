@@ -120,6 +120,11 @@ pub(crate) async fn accept(
             got: describe(&other),
         }),
     };
+    if let Err(e) = &result {
+        // Counted before the peer hears the refusal: what it sees is already in the stats.
+        crate::stats::Counters::add(&node.counters.handshakes_refused, 1);
+        tracing::warn!(node = %node.config.name, reason = %e, "handshake refused");
+    }
     let mut out = Vec::new();
     match &result {
         Ok(_) => frame::encode_welcome(

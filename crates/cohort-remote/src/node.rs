@@ -111,8 +111,7 @@ async fn accept_loop(node: Arc<NodeShared>, listener: TcpListener) {
                     connection::install(&peer, stream, buf);
                 }
                 Err(e) => {
-                    Counters::add(&node.counters.handshakes_refused, 1);
-                    tracing::warn!(node = %node.config.name, %from, reason = %e, "handshake refused");
+                    tracing::debug!(node = %node.config.name, %from, reason = %e, "connection dropped");
                 }
             }
         });
@@ -280,7 +279,8 @@ impl Node {
     }
 
     /// The named mailbox where this node publishes [`NodeUp`](crate::NodeUp) and
-    /// [`NodeDown`](crate::NodeDown).
+    /// [`NodeDown`](crate::NodeDown) (only while an agent is subscribed to that type: an
+    /// event nobody listens to is not a dead letter).
     pub fn events_mbox(&self) -> Mbox {
         self.shared.events.clone()
     }

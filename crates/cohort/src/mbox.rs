@@ -240,6 +240,30 @@ impl Mbox {
         }
     }
 
+    /// Whether a [`send`](Mbox::send) of an `M` here would reach an agent: for a
+    /// multi-consumer mailbox, whether any agent is subscribed to `M` on it; `true` for a
+    /// direct or custom mailbox (they have no subscriber list). For publishers of optional
+    /// notifications, which skip the send (and its `NoSubscriber` dead letter) when nobody
+    /// listens.
+    ///
+    /// ```
+    /// use cohort::Environment;
+    ///
+    /// let env = Environment::builder().start().unwrap();
+    /// let news = env.environment().named_mbox("news");
+    /// assert!(!news.has_subscribers::<String>());
+    /// env.stop_and_wait();
+    /// ```
+    pub fn has_subscribers<M: 'static>(&self) -> bool {
+        match &self.kind {
+            MboxKind::Indirect(m) => match &**m {
+                IndirectMbox::Named(n) => n.has_subscribers(&std::any::TypeId::of::<M>()),
+                IndirectMbox::Custom(_) => true,
+            },
+            _ => true,
+        }
+    }
+
     /// Whether this is a custom mailbox (agents cannot subscribe to it).
     pub(crate) fn is_custom(&self) -> bool {
         matches!(&self.kind, MboxKind::Indirect(m) if matches!(**m, IndirectMbox::Custom(_)))

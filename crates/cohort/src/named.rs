@@ -283,6 +283,12 @@ impl NamedMbox {
     /// redirected or transformed message) is moved into a shared one first if several
     /// subscribers want it.
     #[inline]
+    /// Whether any agent is subscribed to messages keyed `key`.
+    pub(crate) fn has_subscribers(&self, key: &TypeId) -> bool {
+        let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
+        subs.get(key).is_some_and(|t| !t.is_empty())
+    }
+
     pub(crate) fn route(&self, msg: Envelope, depth: u8) {
         let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
         let Some(t) = subs.get(&msg.key()).filter(|t| !t.is_empty()) else {

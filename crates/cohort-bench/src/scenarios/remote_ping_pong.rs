@@ -304,11 +304,6 @@ impl ClientSide {
         })
     }
 
-    /// The node's counters.
-    pub fn stats(&self) -> NodeStats {
-        self.node.as_ref().map(Node::stats).unwrap_or_default()
-    }
-
     /// One round: `clients` clients, each `messages` (pings + pongs) with `in_flight`
     /// outstanding; with `latency`, every round trip is recorded.
     pub fn round(
@@ -479,8 +474,11 @@ pub fn serve_child(policy: Policy, clients: usize, io_spin: Duration) -> Result<
 pub enum Pair {
     /// Both nodes here.
     One(Server, ClientSide),
-    /// The server in a child process.
-    Two(ChildServer, ClientSide),
+    /// The server in a child process (held for its lifetime: dropping it ends the child).
+    Two {
+        _server: ChildServer,
+        client: ClientSide,
+    },
 }
 
 impl Pair {
@@ -503,7 +501,10 @@ impl Pair {
                 let mut child = ChildServer::spawn(policy, clients, io_spin)?;
                 let client = ClientSide::connect(child.addr, policy, io_spin)?;
                 child.ready()?;
-                Ok(Pair::Two(child, client))
+                Ok(Pair::Two {
+                    _server: child,
+                    client,
+                })
             }
         }
     }
@@ -511,7 +512,15 @@ impl Pair {
     /// The client side.
     pub fn client(&mut self) -> &mut ClientSide {
         match self {
-            Pair::One(_, c) | Pair::Two(_, c) => c,
+            Pair::One(_, c) | Pair::Two { client: c, .. } => c,
+        }
+    }
+
+    /// The server node's counters, when it runs in this process.
+    pub fn server_stats(&self) -> Option<NodeStats> {
+        match self {
+            Pair::One(s, _) => Some(s.stats()),
+            Pair::Two { .. } => None,
         }
     }
 }
@@ -527,7 +536,8 @@ mod tests {
             Policy::Adaptive,
             3,
             cohort_remote::defaults::IO_SPIN,
-        ).unwrap();
+        )
+        .unwrap();
         let r = pair.client().round(3, 2_000, 10, true).unwrap();
         assert_eq!(r.messages, 6_000);
         assert_eq!(r.latency.unwrap().len(), 3_000);
