@@ -193,7 +193,8 @@ impl NodeConfig {
         self
     }
 
-    /// How long a handshake may take ([`HANDSHAKE_TIMEOUT`](defaults::HANDSHAKE_TIMEOUT)).
+    /// How long a handshake may take, and a dial before it
+    /// ([`HANDSHAKE_TIMEOUT`](defaults::HANDSHAKE_TIMEOUT)).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.handshake_timeout = timeout;
         self

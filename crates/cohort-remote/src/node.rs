@@ -65,12 +65,22 @@ pub(crate) async fn dial(
     node: &NodeShared,
     addr: &str,
 ) -> Result<(TcpStream, String, Vec<u8>), RemoteError> {
-    let mut stream = TcpStream::connect(addr)
-        .await
-        .map_err(|source| RemoteError::Connect {
+    let timeout = node.config.handshake_timeout;
+    let mut stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Ok(r) => r.map_err(|source| RemoteError::Connect {
             addr: addr.to_string(),
             source,
-        })?;
+        })?,
+        Err(_) => {
+            return Err(RemoteError::Connect {
+                addr: addr.to_string(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no answer within {timeout:?} (the handshake timeout)"),
+                ),
+            });
+        }
+    };
     let _ = stream.set_nodelay(true);
     let mut buf = Vec::new();
     match crate::handshake::dial(node, &mut stream, &mut buf).await {
