@@ -396,6 +396,7 @@ enum Step {
     /// A latency pipeline: runs once whatever the suite's --runs (a run is itself a
     /// duration-long series of messages).
     Latency(latency_cmd::LatencyArgs),
+    RemotePingPong(remote_cmd::RemotePingPongArgs),
 }
 
 /// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
@@ -560,6 +561,7 @@ fn quick_plan() -> Vec<Step> {
     plan.extend(seed_grids::skynets(100_000, &[2]).into_iter().skip(1));
     plan.push(timers_step(100_000, 200, 1000));
     plan.extend(chain_steps(20_000, 200_000));
+    plan.push(Step::RemotePingPong(remote_cmd::quick_args()));
     plan
 }
 
@@ -646,6 +648,7 @@ fn full_plan() -> Vec<Step> {
         &seed_grids::SKYNET_POOL_SIZES,
     ));
     plan.extend(seed_grids::fan_out_grid(None, 1.0, 5));
+    plan.push(Step::RemotePingPong(remote_cmd::full_args()));
     plan
 }
 
@@ -721,6 +724,10 @@ fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::Locality(a) => {
                 bar.set_message("locality");
                 out.extend(dispatcher_cmds::locality_records(a, runs, machine));
+            }
+            Step::RemotePingPong(a) => {
+                bar.set_message("remote-ping-pong");
+                out.extend(remote_cmd::records(a, runs, machine));
             }
             Step::Latency(a) => {
                 bar.set_message(format!("latency {}", a.label()));

@@ -41,6 +41,33 @@ pub struct RemotePingPongArgs {
 
 const IO_SPIN_US: u64 = cohort_remote::defaults::IO_SPIN.as_micros() as u64;
 
+/// The suite's reduced run: adaptive batching, both nodes in this process, 1 and 10
+/// clients x 20,000 messages, 2,000 latency round trips.
+pub fn quick_args() -> RemotePingPongArgs {
+    RemotePingPongArgs {
+        clients: vec![1, 10],
+        messages: 20_000,
+        in_flight: 50,
+        batching: vec![Policy::Adaptive],
+        processes: vec![Processes::One],
+        latency_round_trips: 2_000,
+        io_spin_us: IO_SPIN_US,
+    }
+}
+
+/// The seed's run: every client count, the three policies, two processes then one.
+pub fn full_args() -> RemotePingPongArgs {
+    RemotePingPongArgs {
+        clients: vec![1, 5, 10, 15, 20, 25, 30],
+        messages: 200_000,
+        in_flight: 50,
+        batching: vec![Policy::Adaptive, Policy::PerMessage, Policy::Fixed],
+        processes: vec![Processes::Two, Processes::One],
+        latency_round_trips: 20_000,
+        io_spin_us: IO_SPIN_US,
+    }
+}
+
 /// `remote-ping-pong-server` flags (started by `remote-ping-pong` itself).
 #[derive(Args, Clone)]
 pub struct ServerArgs {
