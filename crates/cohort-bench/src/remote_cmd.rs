@@ -33,13 +33,7 @@ pub struct RemotePingPongArgs {
     /// fixed thresholds at most 25 (each waits for the 40 ms timer).
     #[arg(long = "latency-round-trips", default_value_t = 20_000)]
     pub latency_round_trips: u64,
-    /// Microseconds each connection polls after its last work before it sleeps (both
-    /// nodes; default: cohort-remote's `IO_SPIN`, 50).
-    #[arg(long = "io-spin-us", default_value_t = IO_SPIN_US)]
-    pub io_spin_us: u64,
 }
-
-const IO_SPIN_US: u64 = cohort_remote::defaults::IO_SPIN.as_micros() as u64;
 
 /// The suite's reduced run: adaptive batching, both nodes in this process, 1 and 10
 /// clients x 20,000 messages, 2,000 latency round trips.
@@ -51,7 +45,6 @@ pub fn quick_args() -> RemotePingPongArgs {
         batching: vec![Policy::Adaptive],
         processes: vec![Processes::One],
         latency_round_trips: 2_000,
-        io_spin_us: IO_SPIN_US,
     }
 }
 
@@ -64,7 +57,6 @@ pub fn full_args() -> RemotePingPongArgs {
         batching: vec![Policy::Adaptive, Policy::PerMessage, Policy::Fixed],
         processes: vec![Processes::Two, Processes::One],
         latency_round_trips: 20_000,
-        io_spin_us: IO_SPIN_US,
     }
 }
 
@@ -77,18 +69,11 @@ pub struct ServerArgs {
     /// Echo agents to start.
     #[arg(long, default_value_t = 30)]
     pub clients: usize,
-    /// As remote-ping-pong's `--io-spin-us`.
-    #[arg(long = "io-spin-us", default_value_t = IO_SPIN_US)]
-    pub io_spin_us: u64,
 }
 
 /// Runs the echo side until standard input closes.
 pub fn serve(a: &ServerArgs) -> i32 {
-    match rpp::serve_child(
-        a.batching,
-        a.clients,
-        std::time::Duration::from_micros(a.io_spin_us),
-    ) {
+    match rpp::serve_child(a.batching, a.clients) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("remote-ping-pong-server: {e}");
@@ -104,18 +89,8 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     let max_clients = a.clients.iter().copied().max().unwrap_or(1).max(1);
     for &processes in &a.processes {
         for &policy in &a.batching {
-            let base = format!(
-                "{}, {}, io spin {} us",
-                policy.label(),
-                processes.label(),
-                a.io_spin_us
-            );
-            let mut pair = match Pair::start(
-                processes,
-                policy,
-                max_clients,
-                std::time::Duration::from_micros(a.io_spin_us),
-            ) {
+            let base = format!("{}, {}", policy.label(), processes.label());
+            let mut pair = match Pair::start(processes, policy, max_clients) {
                 Ok(p) => p,
                 Err(e) => {
                     let p = params(
@@ -133,7 +108,6 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
                     "in_flight": a.in_flight,
                     "batching": policy.label(),
                     "processes": processes.label(),
-                    "io_spin_us": a.io_spin_us,
                 }));
                 out.extend(sampled(
                     "remote-ping-pong",
@@ -176,7 +150,6 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
                     "round_trips": trips,
                     "batching": policy.label(),
                     "processes": processes.label(),
-                    "io_spin_us": a.io_spin_us,
                 }));
                 out.extend(sampled(
                     "remote-ping-pong-latency",

@@ -126,7 +126,6 @@ pub struct NodeConfig {
     pub(crate) reconnect_min: Duration,
     pub(crate) reconnect_max: Duration,
     pub(crate) io_threads: usize,
-    pub(crate) io_spin: Duration,
     pub(crate) shutdown_flush_timeout: Duration,
 }
 
@@ -148,7 +147,6 @@ impl NodeConfig {
             reconnect_min: defaults::RECONNECT_MIN_BACKOFF,
             reconnect_max: defaults::RECONNECT_MAX_BACKOFF,
             io_threads: defaults::IO_THREADS,
-            io_spin: defaults::IO_SPIN,
             shutdown_flush_timeout: defaults::SHUTDOWN_FLUSH_TIMEOUT,
         }
     }
@@ -227,14 +225,6 @@ impl NodeConfig {
     /// Threads of the I/O runtime ([`IO_THREADS`](defaults::IO_THREADS)).
     pub fn io_threads(mut self, threads: usize) -> Self {
         self.io_threads = threads;
-        self
-    }
-
-    /// How long a connection keeps polling its socket and queue after its last work before
-    /// it sleeps ([`IO_SPIN`](defaults::IO_SPIN)); zero sleeps at once (no CPU spent
-    /// polling, a thread wake-up more per message of sparse traffic).
-    pub fn io_spin(mut self, spin: Duration) -> Self {
-        self.io_spin = spin;
         self
     }
 

@@ -1,6 +1,11 @@
 //! One TCP connection to a peer: its writer task (adaptive batching), its reader task
 //! (frame decoding, delivery to exported mailboxes, failure detection), and what happens
 //! when it ends (node-down, undeliverable messages, reconnection).
+//!
+//! Two tasks, not one: a single task reading and writing with `try_read`/`try_write` and
+//! readiness waits (and an optional polling window) was measured against this on the
+//! reference 2-vCPU VM, remote ping-pong in one run: the same throughput (6.1 M msg/s at
+//! 30 clients either way), but a round trip p50 of 170 µs against 107-120 µs here.
 
 use crate::config::Batching;
 use crate::frame::{self, Frame, FrameError};
@@ -13,7 +18,9 @@ use cohort::{DeliveryFailure, Mbox};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::watch;
 
 /// Shared by a connection's reader and writer: whether it ended.
@@ -58,9 +65,11 @@ pub(crate) fn install(peer: &Arc<PeerShared>, stream: TcpStream, leftover: Vec<u
             "replaced by a new connection from the same node".into(),
         );
     }
+    let (rd, wr) = stream.into_split();
     peer.status.store(UP, Ordering::Release);
     Counters::add(&node.counters.connections, 1);
-    node.handle.spawn(run(peer.clone(), conn, stream, leftover));
+    node.handle.spawn(writer(peer.clone(), conn.clone(), wr));
+    node.handle.spawn(reader(peer.clone(), conn, rd, leftover));
     tracing::info!(node = %node.config.name, peer = %peer.name, "node up");
     if node.events.has_subscribers::<NodeUp>() {
         node.events.send(NodeUp {
@@ -194,6 +203,104 @@ fn encode_one(
     }
 }
 
+/// The connection's writer: one task, the only one writing to the socket.
+async fn writer(peer: Arc<PeerShared>, conn: Arc<ConnState>, mut wr: OwnedWriteHalf) {
+    let node = peer.node.clone();
+    let mut ended = conn.ended.subscribe();
+    let mut declared = Declared {
+        types: Vec::new(),
+        mboxes: Vec::new(),
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let hb_every = node.config.heartbeat_interval;
+    let mut next_hb = Instant::now() + hb_every;
+    let batching = node.config.batching;
+    let result: Result<(), String> = async {
+        loop {
+            if conn.dead.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            let mut n = 0u64;
+            if let Some(first) = peer.queue.pop() {
+                n += encode_one(&peer, &mut declared, &mut buf, first) as u64;
+                match batching {
+                    Batching::Adaptive {
+                        max_messages,
+                        max_bytes,
+                    } => {
+                        while (n as usize) < max_messages && buf.len() < max_bytes {
+                            match peer.queue.pop() {
+                                Some(o) => {
+                                    n += encode_one(&peer, &mut declared, &mut buf, o) as u64
+                                }
+                                None => break,
+                            }
+                        }
+                    }
+                    Batching::PerMessage => {}
+                    Batching::Fixed {
+                        messages,
+                        bytes,
+                        delay,
+                    } => {
+                        let deadline = tokio::time::Instant::now() + delay;
+                        while (n as usize) < messages && buf.len() < bytes {
+                            match peer.queue.pop() {
+                                Some(o) => {
+                                    n += encode_one(&peer, &mut declared, &mut buf, o) as u64
+                                }
+                                None => {
+                                    if tokio::time::timeout_at(deadline, peer.queue.park())
+                                        .await
+                                        .is_err()
+                                    {
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                peer.queue.signal_space();
+            } else if peer.closing.load(Ordering::Acquire) {
+                frame::encode_bye(&mut buf);
+                wr.write_all(&buf).await.map_err(|e| e.to_string())?;
+                let _ = wr.shutdown().await;
+                return Ok(());
+            } else {
+                tokio::select! {
+                    _ = peer.queue.park() => {}
+                    _ = tokio::time::sleep_until(next_hb.into()) => {}
+                    _ = ended.wait_for(|d| *d) => return Ok(()),
+                }
+            }
+            let now = Instant::now();
+            if now >= next_hb {
+                frame::encode_heartbeat(&mut buf);
+                next_hb = now + hb_every;
+            }
+            if !buf.is_empty() {
+                wr.write_all(&buf).await.map_err(|e| e.to_string())?;
+                if n > 0 {
+                    Counters::add(&node.counters.writes, 1);
+                    Counters::add(&node.counters.messages_out, n);
+                }
+                Counters::add(&node.counters.bytes_out, buf.len() as u64);
+                buf.clear();
+            }
+        }
+    }
+    .await;
+    match result {
+        Ok(()) if peer.closing.load(Ordering::Acquire) => {
+            // Graceful: everything queued was written, then Bye.
+            lost(&peer, &conn, "this node shut down".into());
+        }
+        Ok(()) => {}
+        Err(e) => lost(&peer, &conn, format!("write failed: {e}")),
+    }
+}
+
 /// A connection's view of what the peer declared.
 #[derive(Default)]
 struct Inbound {
@@ -321,281 +428,85 @@ fn handle(
     Ok(true)
 }
 
-/// What the connection task owes the socket: encoded bytes not yet written, and the batch
-/// being built under fixed thresholds.
-struct Outgoing {
-    buf: Vec<u8>,
-    /// Bytes of `buf` already written.
-    written: usize,
-    declared: Declared,
-    /// Fixed thresholds: messages in the open batch, and when its first one came.
-    open: usize,
-    opened: Option<tokio::time::Instant>,
-}
-
-impl Outgoing {
-    fn pending(&self) -> bool {
-        self.written < self.buf.len()
-    }
-}
-
-/// Takes messages from the queue into `out` as the batching policy says; returns how many
-/// and whether the batch is ready to be written.
-fn fill(peer: &PeerShared, out: &mut Outgoing, batching: Batching) -> (u64, bool) {
-    let mut n = 0u64;
-    match batching {
-        Batching::Adaptive {
-            max_messages,
-            max_bytes,
-        } => {
-            while (n as usize) < max_messages && out.buf.len() - out.written < max_bytes {
-                match peer.queue.pop() {
-                    Some(o) => n += encode_one(peer, &mut out.declared, &mut out.buf, o) as u64,
-                    None => break,
-                }
-            }
-            (n, true)
-        }
-        Batching::PerMessage => {
-            // One message per write: only when the previous one is out.
-            if !out.pending()
-                && let Some(o) = peer.queue.pop()
-            {
-                n += encode_one(peer, &mut out.declared, &mut out.buf, o) as u64;
-            }
-            (n, true)
-        }
-        Batching::Fixed {
-            messages,
-            bytes,
-            delay,
-        } => {
-            while out.open < messages && out.buf.len() - out.written < bytes {
-                match peer.queue.pop() {
-                    Some(o) => {
-                        if encode_one(peer, &mut out.declared, &mut out.buf, o) {
-                            n += 1;
-                            out.open += 1;
-                            out.opened.get_or_insert_with(tokio::time::Instant::now);
-                        }
-                    }
-                    None => break,
-                }
-            }
-            let due = out.open >= messages
-                || out.buf.len() - out.written >= bytes
-                || out.opened.is_some_and(|t| t.elapsed() >= delay);
-            if due {
-                out.open = 0;
-                out.opened = None;
-            }
-            (n, due)
-        }
-    }
-}
-
-/// The connection's task: reads and decodes frames and hands each message to the exported
-/// mailbox it names; takes queued messages, encodes them in batches and writes them; writes
-/// heartbeats and watches the peer's. One task owns the socket, so frames leave in queue
-/// order.
-///
-/// After the last bit of work it keeps polling (socket and queue) for
-/// [`NodeConfig::io_spin`](crate::NodeConfig::io_spin) before it sleeps: request/response
-/// traffic then finds it awake, with no thread wake-up on the way.
-async fn run(peer: Arc<PeerShared>, conn: Arc<ConnState>, stream: TcpStream, mut rbuf: Vec<u8>) {
-    let reason = match io_loop(&peer, &conn, &stream, &mut rbuf).await {
-        Ok(()) if peer.closing.load(Ordering::Acquire) => "this node shut down".to_string(),
-        Ok(()) => return,
-        Err(reason) => reason,
-    };
-    lost(&peer, &conn, reason);
-}
-
-async fn io_loop(
-    peer: &Arc<PeerShared>,
-    conn: &ConnState,
-    stream: &TcpStream,
-    rbuf: &mut Vec<u8>,
-) -> Result<(), String> {
-    let node = &*peer.node;
+/// The connection's reader: decodes frames as they arrive and hands each message to the
+/// exported mailbox it names; watches the peer's heartbeats.
+async fn reader(
+    peer: Arc<PeerShared>,
+    conn: Arc<ConnState>,
+    mut rd: OwnedReadHalf,
+    mut buf: Vec<u8>,
+) {
+    let node = peer.node.clone();
     let max = node.config.max_frame_bytes;
-    let batching = node.config.batching;
-    let spin = node.config.io_spin;
-    let hb_every = node.config.heartbeat_interval;
-    let check_every = (hb_every / 2).max(std::time::Duration::from_millis(10));
     let mut ended = conn.ended.subscribe();
     let mut inbound = Inbound::default();
     let mut detector = PhiAccrual::new(node.config.phi, Instant::now());
-    let mut out = Outgoing {
-        buf: Vec::with_capacity(64 * 1024),
-        written: 0,
-        declared: Declared {
-            types: Vec::new(),
-            mboxes: Vec::new(),
-        },
-        open: 0,
-        opened: None,
-    };
-    let mut next_hb = Instant::now() + hb_every;
-    let mut next_check = Instant::now() + check_every;
-    let mut last_work = Instant::now();
-    let mut bye_written = false;
-    rbuf.reserve(64 * 1024);
-    loop {
-        if conn.dead.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let mut worked = false;
-
-        // Read what the socket has.
-        reserve_for_next(rbuf);
-        match stream.try_read_buf(rbuf) {
-            Ok(0) => return Err("connection closed by the peer".into()),
-            Ok(got) => {
-                Counters::add(&node.counters.bytes_in, got as u64);
-                worked = true;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(format!("read failed: {e}")),
-        }
-        if worked || !rbuf.is_empty() {
-            match decode_all(node, &mut inbound, &mut detector, rbuf, max) {
-                Ok(true) => {}
-                Ok(false) => return Err("the peer shut down (Bye)".into()),
-                Err(e) => {
-                    Counters::add(&node.counters.protocol_errors, 1);
-                    tracing::warn!(node = %node.config.name, peer = %peer.name, error = %e,
-                        "protocol error: closing the connection");
-                    return Err(format!("protocol error: {e}"));
-                }
-            }
-        }
-
-        // Write what is queued (or still pending).
-        let (n, due) = fill(peer, &mut out, batching);
-        if n > 0 {
-            Counters::add(&node.counters.writes, 1);
-            Counters::add(&node.counters.messages_out, n);
-            peer.queue.signal_space();
-            worked = true;
-        }
-        let now = Instant::now();
-        if now >= next_hb {
-            frame::encode_heartbeat(&mut out.buf);
-            next_hb = now + hb_every;
-        }
-        if !bye_written
-            && !out.pending()
-            && out.open == 0
-            && peer.closing.load(Ordering::Acquire)
-            && peer.queue.len() == 0
-        {
-            frame::encode_bye(&mut out.buf);
-            bye_written = true;
-        }
-        if out.pending() && (due || out.open == 0) {
-            match stream.try_write(&out.buf[out.written..]) {
-                Ok(w) => {
-                    Counters::add(&node.counters.bytes_out, w as u64);
-                    out.written += w;
-                    if out.written == out.buf.len() {
-                        out.buf.clear();
-                        out.written = 0;
-                        if bye_written {
-                            return Ok(());
+    let mut check = tokio::time::interval(
+        (node.config.heartbeat_interval / 2).max(std::time::Duration::from_millis(10)),
+    );
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    buf.reserve(64 * 1024);
+    let reason: String = loop {
+        // Decode every complete frame in the buffer.
+        let mut at = 0;
+        let mut bye = false;
+        let mut err = None;
+        loop {
+            match frame::decode(&buf[at..], max) {
+                Ok(Some((f, n))) => {
+                    at += n;
+                    match handle(&node, &mut inbound, &mut detector, f) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            bye = true;
+                            break;
+                        }
+                        Err(e) => {
+                            err = Some(e);
+                            break;
                         }
                     }
-                    worked = true;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => return Err(format!("write failed: {e}")),
+                Ok(None) => break,
+                Err(e) => {
+                    err = Some(ProtocolError::Frame(e));
+                    break;
+                }
             }
         }
-
-        // The failure detector.
-        if now >= next_check {
-            next_check = now + check_every;
-            if !detector.is_available(now) {
-                return Err(format!(
-                    "failure detector: no heartbeat for {:?} (phi {:.1} over {})",
-                    detector.since_last(now),
-                    detector.phi(now),
-                    node.config.phi.threshold
-                ));
-            }
+        if let Some(e) = err {
+            Counters::add(&node.counters.protocol_errors, 1);
+            tracing::warn!(node = %node.config.name, peer = %peer.name, error = %e, "protocol error: closing the connection");
+            break format!("protocol error: {e}");
         }
-
-        if worked {
-            last_work = now;
-            continue;
+        if bye {
+            break "the peer shut down (Bye)".into();
         }
-        if now.duration_since(last_work) < spin {
-            // Still within the spin window: let the runtime poll its I/O driver (which
-            // refreshes the socket's readiness), then look again.
-            tokio::task::yield_now().await;
-            continue;
+        buf.drain(..at);
+        // Room for the next frame: its declared size (capped by the maximum, checked by
+        // decode above), or 64 KiB of whatever comes.
+        let want = match buf.first_chunk::<4>() {
+            Some(l) => (u32::from_le_bytes(*l) as usize + 4).saturating_sub(buf.len()),
+            None => 0,
         }
-
-        // Sleep until the socket, the queue, a timer or the end says there is work.
-        let wake_at = {
-            let mut t = next_hb.min(next_check);
-            if let Some(opened) = out.opened
-                && let Batching::Fixed { delay, .. } = batching
-            {
-                t = t.min((opened + delay).into_std());
-            }
-            t
-        };
-        let writable_needed = out.pending() && (due || out.open == 0);
-        let queue_can_help =
-            !writable_needed && !matches!(batching, Batching::PerMessage if out.pending());
+        .max(64 * 1024);
+        buf.reserve(want);
         tokio::select! {
-            r = stream.readable() => r.map_err(|e| format!("read failed: {e}"))?,
-            r = stream.writable(), if writable_needed => r.map_err(|e| format!("write failed: {e}"))?,
-            _ = peer.queue.park(), if queue_can_help => {}
-            _ = tokio::time::sleep_until(wake_at.into()) => {}
-            _ = ended.wait_for(|d| *d) => return Ok(()),
-        }
-        last_work = Instant::now();
-    }
-}
-
-/// Makes room in `rbuf` for the next frame: its declared size (the decoder already refused
-/// one over the maximum), or 16 KiB of whatever comes.
-fn reserve_for_next(rbuf: &mut Vec<u8>) {
-    let want = match rbuf.first_chunk::<4>() {
-        Some(l) => (u32::from_le_bytes(*l) as usize + 4).saturating_sub(rbuf.len()),
-        None => 0,
-    }
-    .max(16 * 1024);
-    if rbuf.capacity() - rbuf.len() < want {
-        rbuf.reserve(want);
-    }
-}
-
-/// Decodes and handles every complete frame in `rbuf`, then drops them from it. `Ok(false)`
-/// when the peer said Bye.
-fn decode_all(
-    node: &NodeShared,
-    inbound: &mut Inbound,
-    detector: &mut PhiAccrual,
-    rbuf: &mut Vec<u8>,
-    max: u32,
-) -> Result<bool, ProtocolError> {
-    let mut at = 0;
-    let result = loop {
-        match frame::decode(&rbuf[at..], max) {
-            Ok(Some((f, n))) => {
-                at += n;
-                match handle(node, inbound, detector, f) {
-                    Ok(true) => {}
-                    other => break other,
+            r = rd.read_buf(&mut buf) => match r {
+                Ok(0) => break "connection closed by the peer".into(),
+                Ok(got) => Counters::add(&node.counters.bytes_in, got as u64),
+                Err(e) => break format!("read failed: {e}"),
+            },
+            _ = check.tick() => {
+                let now = Instant::now();
+                if !detector.is_available(now) {
+                    break format!("failure detector: no heartbeat for {:?} (phi {:.1} over {})",
+                        detector.since_last(now),
+                        detector.phi(now), node.config.phi.threshold);
                 }
             }
-            Ok(None) => break Ok(true),
-            Err(e) => break Err(ProtocolError::Frame(e)),
+            _ = ended.wait_for(|d| *d) => return,
         }
     };
-    rbuf.drain(..at);
-    result
+    lost(&peer, &conn, reason);
 }

@@ -69,14 +69,6 @@ pub const SHUTDOWN_FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 /// on a small machine a second I/O thread competes with the agents' dispatchers.
 pub const IO_THREADS: usize = 1;
 
-/// How long a connection keeps polling (socket and outbound queue) after its last work
-/// before it sleeps: 0 (it sleeps at once). Polling saves the I/O thread's wake-up when
-/// request/response traffic comes back within the window, but only where cores are spare: on
-/// the reference 2-vCPU VM, with two nodes' agents and I/O threads sharing the two cores,
-/// 50 µs made remote ping-pong slower (round trip p50 146 µs against 128 µs, and 2.2 M
-/// against 6.2 M messages/s at 30 clients, one run each).
-pub const IO_SPIN: Duration = Duration::ZERO;
-
 /// The most type or mailbox declarations a peer may make on one connection: 65,536. More is
 /// a protocol error ([`FrameError::TooManyDeclarations`](crate::FrameError::TooManyDeclarations)).
 pub const MAX_DECLARATIONS: u32 = 1 << 16;

@@ -139,13 +139,12 @@ pub struct Server {
 
 impl Server {
     /// Starts the node listening on loopback.
-    pub fn start(policy: Policy, io_spin: Duration) -> Result<Self, String> {
+    pub fn start(policy: Policy) -> Result<Self, String> {
         let env = Environment::builder().start().map_err(|e| e.to_string())?;
         let node = Node::start(
             &env.environment(),
             NodeConfig::new(SERVER)
                 .token(TOKEN)
-                .io_spin(io_spin)
                 .batching(policy.batching())
                 .listen("127.0.0.1:0".parse().expect("an address")),
             registry(),
@@ -280,17 +279,12 @@ pub struct Round {
 
 impl ClientSide {
     /// Connects a client node to `addr`.
-    pub fn connect(
-        addr: std::net::SocketAddr,
-        policy: Policy,
-        io_spin: Duration,
-    ) -> Result<Self, String> {
+    pub fn connect(addr: std::net::SocketAddr, policy: Policy) -> Result<Self, String> {
         let env = Environment::builder().start().map_err(|e| e.to_string())?;
         let node = Node::start(
             &env.environment(),
             NodeConfig::new(CLIENT)
                 .token(TOKEN)
-                .io_spin(io_spin)
                 .batching(policy.batching()),
             registry(),
         )
@@ -396,7 +390,7 @@ pub struct ChildServer {
 
 impl ChildServer {
     /// Starts the child.
-    pub fn spawn(policy: Policy, clients: usize, io_spin: Duration) -> Result<Self, String> {
+    pub fn spawn(policy: Policy, clients: usize) -> Result<Self, String> {
         use std::io::BufRead;
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let policy_arg = match policy {
@@ -411,8 +405,6 @@ impl ChildServer {
                 policy_arg,
                 "--clients",
                 &clients.to_string(),
-                "--io-spin-us",
-                &io_spin.as_micros().to_string(),
             ])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -456,9 +448,9 @@ impl Drop for ChildServer {
 }
 
 /// The child's main: serves `clients` echo agents until standard input closes.
-pub fn serve_child(policy: Policy, clients: usize, io_spin: Duration) -> Result<(), String> {
+pub fn serve_child(policy: Policy, clients: usize) -> Result<(), String> {
     use std::io::{Read, Write};
-    let server = Server::start(policy, io_spin)?;
+    let server = Server::start(policy)?;
     println!("LISTEN {}", server.addr());
     std::io::stdout().flush().map_err(|e| e.to_string())?;
     server.serve(clients)?;
@@ -483,23 +475,18 @@ pub enum Pair {
 
 impl Pair {
     /// Sets up the two nodes for up to `clients` clients.
-    pub fn start(
-        processes: Processes,
-        policy: Policy,
-        clients: usize,
-        io_spin: Duration,
-    ) -> Result<Self, String> {
+    pub fn start(processes: Processes, policy: Policy, clients: usize) -> Result<Self, String> {
         match processes {
             Processes::One => {
-                let server = Server::start(policy, io_spin)?;
+                let server = Server::start(policy)?;
                 let addr = server.addr();
-                let client = ClientSide::connect(addr, policy, io_spin)?;
+                let client = ClientSide::connect(addr, policy)?;
                 server.serve(clients)?;
                 Ok(Pair::One(server, client))
             }
             Processes::Two => {
-                let mut child = ChildServer::spawn(policy, clients, io_spin)?;
-                let client = ClientSide::connect(child.addr, policy, io_spin)?;
+                let mut child = ChildServer::spawn(policy, clients)?;
+                let client = ClientSide::connect(child.addr, policy)?;
                 child.ready()?;
                 Ok(Pair::Two {
                     _server: child,
@@ -531,13 +518,7 @@ mod tests {
 
     #[test]
     fn a_small_round_gets_every_pong_back() {
-        let mut pair = Pair::start(
-            Processes::One,
-            Policy::Adaptive,
-            3,
-            cohort_remote::defaults::IO_SPIN,
-        )
-        .unwrap();
+        let mut pair = Pair::start(Processes::One, Policy::Adaptive, 3).unwrap();
         let r = pair.client().round(3, 2_000, 10, true).unwrap();
         assert_eq!(r.messages, 6_000);
         assert_eq!(r.latency.unwrap().len(), 3_000);
