@@ -356,6 +356,7 @@ fn main() {
         Command::Quick => suite(&quick_plan(), cli.common.runs.unwrap_or(3), &machine),
         Command::Full => suite(&full_plan(), cli.common.runs.unwrap_or(5), &machine),
         Command::RemotePingPong(a) => {
+            remote_cmd::validate(&a).unwrap_or_else(|e| usage_error(&e));
             remote_cmd::records(&a, cli.common.runs.unwrap_or(3), &machine)
         }
         Command::RemotePingPongServer(a) => std::process::exit(remote_cmd::serve(&a)),

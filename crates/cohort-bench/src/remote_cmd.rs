@@ -82,10 +82,51 @@ pub fn serve(a: &ServerArgs) -> i32 {
     }
 }
 
+/// Refuses impossible parameters before anything starts.
+pub fn validate(a: &RemotePingPongArgs) -> Result<(), String> {
+    if a.clients.is_empty() || a.clients.iter().any(|&c| c == 0 || c > 10_000) {
+        return Err(format!(
+            "--clients {:?}: each client count must be 1 to 10,000",
+            a.clients
+        ));
+    }
+    if a.messages < 2 {
+        return Err("--messages must be at least 2 (a ping and its pong)".into());
+    }
+    if a.in_flight == 0 {
+        return Err("--in-flight must be at least 1 (with 0 no ping is ever sent)".into());
+    }
+    if a.batching.is_empty() || a.processes.is_empty() {
+        return Err("--batching and --processes need at least one value each".into());
+    }
+    Ok(())
+}
+
 /// Runs the grid: per (processes, policy), one pair of nodes; per client count `runs`
-/// rounds; then the latency run.
+/// rounds; then the latency run. With a latency run, first the floor: the same round trip
+/// between two plain threads over blocking sockets.
 pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let mut out = Vec::new();
+    if a.latency_round_trips > 0 {
+        let trips = a.latency_round_trips;
+        let p = params(json!({ "round_trips": trips }));
+        out.extend(sampled(
+            "remote-ping-pong-latency",
+            "raw TCP floor: two plain threads, blocking sockets, no framework",
+            &p,
+            runs,
+            machine,
+            || {
+                let h = rpp::raw_tcp_round_trips(trips)?;
+                let q = |q: f64| h.value_at_quantile(q) as f64;
+                Ok(vec![
+                    ("latency_ns_p50", q(0.5)),
+                    ("latency_ns_p99", q(0.99)),
+                    ("latency_ns_p999", q(0.999)),
+                ])
+            },
+        ));
+    }
     let max_clients = a.clients.iter().copied().max().unwrap_or(1).max(1);
     for &processes in &a.processes {
         for &policy in &a.batching {

@@ -207,6 +207,14 @@ impl Netns {
         ])?;
         ip(&["netns", "exec", &name, "ip", "link", "set", &ns_if, "up"])?;
         ip(&["netns", "exec", &name, "ip", "link", "set", "lo", "up"])?;
+        // `ip netns exec` must also be able to start a program there (it mounts /sys).
+        let ok = Command::new("ip")
+            .args(["netns", "exec", &name, "true"])
+            .status()
+            .map_err(|e| format!("ip netns exec: {e}"))?;
+        if !ok.success() {
+            return Err("ip netns exec cannot start a program in the namespace".into());
+        }
         Ok(ns)
     }
 

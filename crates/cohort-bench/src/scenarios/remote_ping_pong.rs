@@ -512,6 +512,40 @@ impl Pair {
     }
 }
 
+/// The floor under the latency run: two plain threads exchanging 16-byte messages over a
+/// loopback TCP connection with blocking sockets (`TCP_NODELAY`), no framework at all;
+/// returns the round trips' histogram.
+pub fn raw_tcp_round_trips(round_trips: u64) -> Result<Histogram<u64>, String> {
+    use std::io::{Read, Write};
+    let e = |e: std::io::Error| e.to_string();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(e)?;
+    let addr = listener.local_addr().map_err(e)?;
+    let echo = std::thread::spawn(move || -> std::io::Result<()> {
+        let (mut s, _) = listener.accept()?;
+        s.set_nodelay(true)?;
+        let mut b = [0u8; 16];
+        for _ in 0..round_trips {
+            s.read_exact(&mut b)?;
+            s.write_all(&b)?;
+        }
+        Ok(())
+    });
+    let mut c = std::net::TcpStream::connect(addr).map_err(e)?;
+    c.set_nodelay(true).map_err(e)?;
+    let mut h = Histogram::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut b = [0u8; 16];
+    for _ in 0..round_trips {
+        let t = Instant::now();
+        c.write_all(&b).map_err(e)?;
+        c.read_exact(&mut b).map_err(e)?;
+        let _ = h.record(t.elapsed().as_nanos() as u64);
+    }
+    echo.join()
+        .map_err(|_| "the echo thread panicked".to_string())?
+        .map_err(e)?;
+    Ok(h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
