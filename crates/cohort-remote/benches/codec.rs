@@ -49,7 +49,9 @@ fn sizes() {
     let pc_q = b.len();
     let bc_p = bitcode::serialize(&p).unwrap().len();
     let bc_q = bitcode::serialize(&q).unwrap().len();
-    println!("encoded bytes: Ping postcard {pc_p}, bitcode {bc_p}; Quote postcard {pc_q}, bitcode {bc_q}");
+    println!(
+        "encoded bytes: Ping postcard {pc_p}, bitcode {bc_p}; Quote postcard {pc_q}, bitcode {bc_q}"
+    );
 }
 
 fn codecs(c: &mut Criterion) {

@@ -126,6 +126,7 @@ pub struct NodeConfig {
     pub(crate) reconnect_min: Duration,
     pub(crate) reconnect_max: Duration,
     pub(crate) io_threads: usize,
+    pub(crate) direct_write: Option<Duration>,
     pub(crate) shutdown_flush_timeout: Duration,
 }
 
@@ -147,6 +148,7 @@ impl NodeConfig {
             reconnect_min: defaults::RECONNECT_MIN_BACKOFF,
             reconnect_max: defaults::RECONNECT_MAX_BACKOFF,
             io_threads: defaults::IO_THREADS,
+            direct_write: Some(defaults::DIRECT_WRITE_AFTER),
             shutdown_flush_timeout: defaults::SHUTDOWN_FLUSH_TIMEOUT,
         }
     }
@@ -225,6 +227,15 @@ impl NodeConfig {
     /// Threads of the I/O runtime ([`IO_THREADS`](defaults::IO_THREADS)).
     pub fn io_threads(mut self, threads: usize) -> Self {
         self.io_threads = threads;
+        self
+    }
+
+    /// Under [`Batching::Adaptive`], let a sender write its message to the socket itself
+    /// when the writer task sleeps and the connection was quiet for `quiet`
+    /// ([`DIRECT_WRITE_AFTER`](defaults::DIRECT_WRITE_AFTER)); `None` leaves every write to
+    /// the writer task (more throughput under load, a thread wake-up more per sparse message).
+    pub fn direct_write(mut self, quiet: Option<Duration>) -> Self {
+        self.direct_write = quiet;
         self
     }
 

@@ -77,6 +77,18 @@ impl OutboundQueue {
         result
     }
 
+    /// Queues `item` if there is room, without waking the writer; returns whether the
+    /// writer is parked (then the caller writes directly or calls [`Self::wake`]). Gives
+    /// the item back when the queue is full.
+    #[inline]
+    pub(crate) fn push_quiet(&self, item: Outbound) -> Result<bool, Outbound> {
+        self.queue.push(item)?;
+        // Pairs with the fence in `park`: either the writer sees the item, or this sees
+        // its flag.
+        fence(Ordering::SeqCst);
+        Ok(self.writer_parked.load(Ordering::Relaxed))
+    }
+
     #[cold]
     fn wait_for_room(&self, mut item: Outbound, open: impl Fn() -> bool) -> Result<(), Refused> {
         self.space_waiters.fetch_add(1, Ordering::SeqCst);
@@ -103,7 +115,7 @@ impl OutboundQueue {
 
     /// Wakes the writer if it is parked (or about to park).
     #[inline]
-    fn wake(&self) {
+    pub(crate) fn wake(&self) {
         // Pairs with the fence in `park`: either the writer sees the pushed item, or this
         // sees its flag.
         fence(Ordering::SeqCst);

@@ -163,6 +163,18 @@ impl CustomMbox for RemoteMbox {
             mbox: self.id,
             msg,
         };
+        // Room in the queue: the writer is woken only if it sleeps and the message cannot
+        // be written here and now.
+        let item = match peer.queue.push_quiet(item) {
+            Ok(false) => return,
+            Ok(true) => {
+                if !crate::connection::try_direct_write(peer) {
+                    peer.queue.wake();
+                }
+                return;
+            }
+            Err(item) => item,
+        };
         let overflow = node.config.overflow;
         match peer.queue.push(item, overflow, || peer.is_up()) {
             Ok(()) => {}
