@@ -72,10 +72,10 @@ pub const IO_THREADS: usize = 1;
 /// A sender writes its message to the socket itself (on its own thread, no wake-up of the
 /// writer task) when the writer sleeps and nothing was written for this long: 40 µs. The
 /// first message after a pause leaves at once; the ones right behind it (a burst) go to
-/// the writer, which batches them. Measured on the reference 2-vCPU VM, remote ping-pong in
-/// one run, two processes: round trip p50 55 µs against 115 µs without (a plain-socket floor
-/// of 60 µs), for 10-25 % less throughput at 10-30 clients (3.3-5.2 M msg/s against
-/// 3.8-5.9 M). [`NodeConfig::direct_write`](crate::NodeConfig::direct_write) changes or
+/// the writer, which batches them. Measured on the reference 2-vCPU VM, remote ping-pong,
+/// two processes, interleaved with the build without it: round trip p50 55-70 µs against
+/// 115-118 µs (a plain-socket floor of 60 µs), for 10-30 % less throughput at 10-30
+/// clients (3.3-5.2 M msg/s against 3.8-5.9 M). [`NodeConfig::direct_write`](crate::NodeConfig::direct_write) changes or
 /// disables it.
 pub const DIRECT_WRITE_AFTER: Duration = Duration::from_micros(40);
 

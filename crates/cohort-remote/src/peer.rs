@@ -3,7 +3,9 @@
 //!
 //! Send path: `Mbox::send(msg)` on a proxy → [`RemoteMbox::deliver`] (registry lookup of
 //! the type, status check, push onto [`OutboundQueue`]) → the connection's writer task
-//! (`connection::writer`) encodes it into the current batch and writes the batch.
+//! (`connection::writer`) encodes it into the current batch and writes the batch; or, when
+//! the writer sleeps and the connection was quiet, the sender itself
+//! (`connection::try_direct_write`).
 
 use crate::config::Overflow;
 use crate::connection::ConnState;
