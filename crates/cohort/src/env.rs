@@ -483,7 +483,6 @@ impl EnvShared {
 
     #[cold]
     pub(crate) fn dead_letter(&self, message_type: &'static str, reason: DeliveryFailure) {
-        self.dead_letters.fetch_add(1, Ordering::Relaxed);
         if trace::on() {
             self.trace(&TraceEvent {
                 step: TraceStep::Dropped(reason),
@@ -505,6 +504,9 @@ impl EnvShared {
                 tracing::error!(message_type, %reason, "the dead-letter hook panicked");
             }
         }
+        // Counted last, with release ordering: whoever sees the count (an
+        // `Environment::dead_letters()` load) also sees what the trace and the hook did.
+        self.dead_letters.fetch_add(1, Ordering::Release);
     }
 
     pub(crate) fn count_panic(&self) {
@@ -596,7 +598,7 @@ impl Environment {
 
     /// Number of messages that could not be delivered so far.
     pub fn dead_letters(&self) -> u64 {
-        self.0.dead_letters.load(Ordering::Relaxed)
+        self.0.dead_letters.load(Ordering::Acquire)
     }
 
     /// Counts a message that a mailbox implemented outside the runtime (a
