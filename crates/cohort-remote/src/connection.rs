@@ -52,6 +52,9 @@ struct WriteSide {
 struct WriteState {
     buf: Vec<u8>,
     declared: Declared,
+    /// Bye was written: nothing may follow it (a late sender's message stays queued and is
+    /// counted as undeliverable when the node stops).
+    closed: bool,
 }
 
 impl ConnState {
@@ -67,6 +70,7 @@ impl ConnState {
                         types: Vec::new(),
                         mboxes: Vec::new(),
                     },
+                    closed: false,
                 }),
                 last_write_ns: std::sync::atomic::AtomicU64::new(0),
                 epoch: Instant::now(),
@@ -310,6 +314,9 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
     let Ok(mut st) = conn.write.state.try_lock() else {
         return false;
     };
+    if st.closed {
+        return false;
+    }
     let node = &*peer.node;
     let n = fill_adaptive(peer, &mut st, max_messages, max_bytes);
     if n > 0 {
@@ -346,6 +353,12 @@ async fn writer(peer: Arc<PeerShared>, conn: Arc<ConnState>) {
                 bytes,
                 delay,
             } = batching
+                && !conn
+                    .write
+                    .state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .closed
                 && let Some(first) = peer.queue.pop()
             {
                 let deadline = tokio::time::Instant::now() + delay;
@@ -372,11 +385,13 @@ async fn writer(peer: Arc<PeerShared>, conn: Arc<ConnState>) {
                     }
                 }
             }
-            let (_n, flushed, idle) = {
+            let (flushed, idle) = {
                 let mut st = conn.write.state.lock().unwrap_or_else(|e| e.into_inner());
                 let st = &mut *st;
                 let mut n = 0u64;
                 match batching {
+                    // After Bye nothing more is taken from the queue.
+                    _ if st.closed => {}
                     Batching::Adaptive {
                         max_messages,
                         max_bytes,
@@ -396,22 +411,24 @@ async fn writer(peer: Arc<PeerShared>, conn: Arc<ConnState>) {
                     peer.queue.signal_space();
                 }
                 let now = Instant::now();
-                if now >= next_hb {
+                if now >= next_hb && !st.closed {
                     frame::encode_heartbeat(&mut st.buf);
                     next_hb = now + hb_every;
                 }
-                let closing = n == 0
+                let closing = !st.closed
+                    && n == 0
                     && st.buf.is_empty()
                     && peer.queue.len() == 0
                     && peer.closing.load(Ordering::Acquire);
                 if closing {
                     frame::encode_bye(&mut st.buf);
+                    st.closed = true;
                 }
                 let flushed = try_flush(&conn, st, &node)?;
-                if closing && flushed {
+                if st.closed && flushed {
                     return Ok(());
                 }
-                (n, flushed, st.buf.is_empty() && n == 0)
+                (flushed, st.buf.is_empty() && n == 0)
             };
             if !flushed {
                 conn.write.wr.writable().await.map_err(|e| e.to_string())?;
