@@ -114,10 +114,12 @@ fn dropping_or_cancelling_the_handle_cancels() {
     watchdog(TIMEOUT, || {
         let env = Environment::builder().start().unwrap();
         let probe = Probe::<Msg>::new();
-        let dropped = env.send_delayed(&probe.mbox, Duration::from_millis(2), Msg::Timer(1));
+        // Due far enough ahead that they cannot fire before the cancellation below, even
+        // under valgrind (a 2 ms delay did, on a loaded CI machine).
+        let dropped = env.send_delayed(&probe.mbox, Duration::from_millis(200), Msg::Timer(1));
         let mut cancelled = env.send_periodic(
             &probe.mbox,
-            Duration::from_millis(2),
+            Duration::from_millis(200),
             Duration::from_millis(1),
             Msg::Timer(2),
         );
@@ -129,7 +131,7 @@ fn dropping_or_cancelling_the_handle_cancels() {
         assert_eq!(env.timer_count(), 0);
         // Timers fire in deadline order from one thread: the later sentinel proves the
         // cancelled ones did not fire.
-        env.send_delayed(&probe.mbox, Duration::from_millis(6), Msg::Sentinel(0))
+        env.send_delayed(&probe.mbox, Duration::from_millis(300), Msg::Sentinel(0))
             .detach();
         assert_eq!(probe.recv("the sentinel"), Msg::Sentinel(0));
         assert!(probe.nothing_more());
