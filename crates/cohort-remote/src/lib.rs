@@ -90,8 +90,10 @@ mod node;
 mod outbound;
 mod peer;
 pub mod phi;
+mod reader;
 mod registry;
 mod stats;
+mod writer;
 
 pub use config::{Batching, ConfigError, NodeConfig, Overflow};
 pub use error::{HandshakeError, RemoteError};

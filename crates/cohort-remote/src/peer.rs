@@ -3,9 +3,9 @@
 //!
 //! Send path: `Mbox::send(msg)` on a proxy → [`RemoteMbox::deliver`] (registry lookup of
 //! the type, status check, push onto [`OutboundQueue`]) → the connection's writer task
-//! (`connection::writer`) encodes it into the current batch and writes the batch; or, when
+//! (`writer::writer`) encodes it into the current batch and writes the batch; or, when
 //! the writer sleeps and the connection was quiet, the sender itself
-//! (`connection::try_direct_write`).
+//! (`writer::try_direct_write`).
 
 use crate::config::Overflow;
 use crate::connection::ConnState;
@@ -170,7 +170,7 @@ impl CustomMbox for RemoteMbox {
         let item = match peer.queue.push_quiet(item) {
             Ok(false) => return,
             Ok(true) => {
-                if !crate::connection::try_direct_write(peer) {
+                if !crate::writer::try_direct_write(peer) {
                     peer.queue.wake();
                 }
                 return;

@@ -1,0 +1,326 @@
+//! A connection's write side: the writer task, which takes what the senders queued and
+//! writes it in batches (and the heartbeats), and the senders' direct writes.
+//!
+//! The writer task is not the only writer: a sender whose message finds the writer asleep
+//! and the connection quiet writes it to the socket itself (`try_direct_write`), saving the
+//! writer's wake-up (see [`DIRECT_WRITE_AFTER`](crate::defaults::DIRECT_WRITE_AFTER)).
+//! Whoever holds the write state (a mutex, taken with `try_lock` by senders) pops, encodes
+//! and writes, so bytes still leave in queue order.
+
+use crate::config::Batching;
+use crate::connection::{ConnState, lost};
+use crate::frame;
+use crate::node::NodeShared;
+use crate::peer::PeerShared;
+use crate::stats::Counters;
+use cohort::DeliveryFailure;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+use tokio::net::tcp::OwnedWriteHalf;
+
+/// The socket's write half and what is being written. Whoever holds `state` (the writer
+/// task, or a sender writing directly) pops the queue, encodes and writes; bytes leave in
+/// the order they were appended.
+pub(crate) struct WriteSide {
+    wr: OwnedWriteHalf,
+    state: std::sync::Mutex<WriteState>,
+    /// When the last write ended, in nanoseconds since `epoch`.
+    last_write_ns: std::sync::atomic::AtomicU64,
+    epoch: Instant,
+}
+
+struct WriteState {
+    buf: Vec<u8>,
+    declared: Declared,
+    /// Bye was written: nothing may follow it (a late sender's message stays queued and is
+    /// counted as undeliverable when the node stops).
+    closed: bool,
+}
+
+impl WriteSide {
+    pub(crate) fn new(wr: OwnedWriteHalf) -> Self {
+        Self {
+            wr,
+            state: std::sync::Mutex::new(WriteState {
+                buf: Vec::with_capacity(64 * 1024),
+                declared: Declared {
+                    types: Vec::new(),
+                    mboxes: Vec::new(),
+                },
+                closed: false,
+            }),
+            last_write_ns: std::sync::atomic::AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+}
+
+/// The writer's per-connection state: which types and mailboxes it declared.
+struct Declared {
+    types: Vec<bool>,
+    mboxes: Vec<bool>,
+}
+
+impl Declared {
+    fn mark(v: &mut Vec<bool>, i: u32) -> bool {
+        let i = i as usize;
+        if v.len() <= i {
+            v.resize(i + 1, false);
+        }
+        !std::mem::replace(&mut v[i], true)
+    }
+}
+
+/// Appends one queued message to `buf` (with its declarations the first time); returns
+/// whether it went in (a codec failure or an oversized frame is a dead letter instead).
+fn encode_one(
+    peer: &PeerShared,
+    declared: &mut Declared,
+    buf: &mut Vec<u8>,
+    o: crate::outbound::Outbound,
+) -> bool {
+    let node = &*peer.node;
+    let entry = node.registry.entry(o.entry);
+    if Declared::mark(&mut declared.types, o.entry) {
+        frame::encode_declare(buf, false, o.entry, &entry.name);
+    }
+    if Declared::mark(&mut declared.mboxes, o.mbox) {
+        let name = peer
+            .mbox_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .names[o.mbox as usize]
+            .clone();
+        frame::encode_declare(buf, true, o.mbox, &name);
+    }
+    let start = frame::begin_message(buf, o.mbox, o.entry);
+    let encoded = (entry.encode)(&o.msg, buf);
+    let len = frame::finish(buf, start);
+    match encoded {
+        Ok(()) if len <= node.config.max_frame_bytes as usize => true,
+        Ok(()) => {
+            buf.truncate(start);
+            tracing::warn!(peer = %peer.name, message_type = entry.type_name, len,
+                max = node.config.max_frame_bytes, "message over the maximum frame size: not sent");
+            node.undeliverable(entry.type_name, DeliveryFailure::RemoteCodec);
+            false
+        }
+        Err(e) => {
+            buf.truncate(start);
+            tracing::warn!(peer = %peer.name, message_type = entry.type_name, error = %e,
+                "message did not encode: not sent");
+            node.undeliverable(entry.type_name, DeliveryFailure::RemoteCodec);
+            false
+        }
+    }
+}
+
+/// Pops what is queued into `st.buf` (adaptive caps); returns how many messages.
+fn fill_adaptive(
+    peer: &PeerShared,
+    st: &mut WriteState,
+    max_messages: usize,
+    max_bytes: usize,
+) -> u64 {
+    let mut n = 0u64;
+    while (n as usize) < max_messages && st.buf.len() < max_bytes {
+        match peer.queue.pop() {
+            Some(o) => n += encode_one(peer, &mut st.declared, &mut st.buf, o) as u64,
+            None => break,
+        }
+    }
+    n
+}
+
+/// Writes as much of `st.buf` as the socket takes now; `Ok(true)` when all of it went.
+fn try_flush(conn: &ConnState, st: &mut WriteState, node: &NodeShared) -> Result<bool, String> {
+    while !st.buf.is_empty() {
+        match conn.write.wr.try_write(&st.buf) {
+            Ok(w) => {
+                Counters::add(&node.counters.bytes_out, w as u64);
+                st.buf.drain(..w);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    conn.write
+        .last_write_ns
+        .store(conn.write.now_ns(), Ordering::Relaxed);
+    Ok(true)
+}
+
+/// A sender's attempt to write what is queued itself, when the writer task sleeps and the
+/// connection has been quiet for [`NodeConfig::direct_write`](crate::NodeConfig::direct_write).
+/// Returns false when it did not (the caller then wakes the writer).
+pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
+    let Batching::Adaptive {
+        max_messages,
+        max_bytes,
+    } = peer.node.config.batching
+    else {
+        return false;
+    };
+    let Some(quiet) = peer.node.config.direct_write else {
+        return false;
+    };
+    if peer.closing.load(Ordering::Acquire) {
+        return false;
+    }
+    let Some(conn) = peer.conn.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
+        return false;
+    };
+    if conn.dead.load(Ordering::Acquire)
+        || conn
+            .write
+            .now_ns()
+            .saturating_sub(conn.write.last_write_ns.load(Ordering::Relaxed))
+            < quiet.as_nanos() as u64
+    {
+        return false;
+    }
+    let Ok(mut st) = conn.write.state.try_lock() else {
+        return false;
+    };
+    if st.closed {
+        return false;
+    }
+    let node = &*peer.node;
+    let n = fill_adaptive(peer, &mut st, max_messages, max_bytes);
+    if n > 0 {
+        Counters::add(&node.counters.writes, 1);
+        Counters::add(&node.counters.messages_out, n);
+        peer.queue.signal_space();
+    }
+    match try_flush(&conn, &mut st, node) {
+        Ok(true) => true,
+        // The socket is full (the writer will wait until it drains), or failed (the writer
+        // or the reader will see it): either way, the writer takes over.
+        Ok(false) | Err(_) => false,
+    }
+}
+
+/// The connection's writer task: writes what the senders queue, in batches, and the
+/// heartbeats; waits for room when the socket is full.
+pub(crate) async fn writer(peer: Arc<PeerShared>, conn: Arc<ConnState>) {
+    let node = peer.node.clone();
+    let mut ended = conn.ended.subscribe();
+    let hb_every = node.config.heartbeat_interval;
+    let mut next_hb = Instant::now() + hb_every;
+    let batching = node.config.batching;
+    let result: Result<(), String> = async {
+        loop {
+            if conn.dead.load(Ordering::Acquire) {
+                return Ok(());
+            }
+            // Fixed thresholds: the batch fills until its count, its bytes or its timer
+            // (senders never write directly under this policy: the writer alone encodes).
+            let mut staged = 0u64;
+            if let Batching::Fixed {
+                messages,
+                bytes,
+                delay,
+            } = batching
+                && !conn
+                    .write
+                    .state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .closed
+                && let Some(first) = peer.queue.pop()
+            {
+                let deadline = tokio::time::Instant::now() + delay;
+                let mut next = Some(first);
+                loop {
+                    if let Some(o) = next.take() {
+                        let mut st = conn.write.state.lock().unwrap_or_else(|e| e.into_inner());
+                        let st = &mut *st;
+                        staged += encode_one(&peer, &mut st.declared, &mut st.buf, o) as u64;
+                        if staged as usize >= messages || st.buf.len() >= bytes {
+                            break;
+                        }
+                    }
+                    match peer.queue.pop() {
+                        Some(o) => next = Some(o),
+                        None => {
+                            if tokio::time::timeout_at(deadline, peer.queue.park())
+                                .await
+                                .is_err()
+                            {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            let (flushed, idle) = {
+                let mut st = conn.write.state.lock().unwrap_or_else(|e| e.into_inner());
+                let st = &mut *st;
+                let mut n = 0u64;
+                match batching {
+                    // After Bye nothing more is taken from the queue.
+                    _ if st.closed => {}
+                    Batching::Adaptive {
+                        max_messages,
+                        max_bytes,
+                    } => n += fill_adaptive(&peer, st, max_messages, max_bytes),
+                    Batching::PerMessage => {
+                        if st.buf.is_empty()
+                            && let Some(o) = peer.queue.pop()
+                        {
+                            n += encode_one(&peer, &mut st.declared, &mut st.buf, o) as u64;
+                        }
+                    }
+                    Batching::Fixed { .. } => n += staged,
+                }
+                if n > 0 {
+                    Counters::add(&node.counters.writes, 1);
+                    Counters::add(&node.counters.messages_out, n);
+                    peer.queue.signal_space();
+                }
+                let now = Instant::now();
+                if now >= next_hb && !st.closed {
+                    frame::encode_heartbeat(&mut st.buf);
+                    next_hb = now + hb_every;
+                }
+                let closing = !st.closed
+                    && n == 0
+                    && st.buf.is_empty()
+                    && peer.queue.len() == 0
+                    && peer.closing.load(Ordering::Acquire);
+                if closing {
+                    frame::encode_bye(&mut st.buf);
+                    st.closed = true;
+                }
+                let flushed = try_flush(&conn, st, &node)?;
+                if st.closed && flushed {
+                    return Ok(());
+                }
+                (flushed, st.buf.is_empty() && n == 0)
+            };
+            if !flushed {
+                conn.write.wr.writable().await.map_err(|e| e.to_string())?;
+            } else if idle && peer.queue.len() == 0 {
+                tokio::select! {
+                    _ = peer.queue.park() => {}
+                    _ = tokio::time::sleep_until(next_hb.into()) => {}
+                    _ = ended.wait_for(|d| *d) => return Ok(()),
+                }
+            }
+        }
+    }
+    .await;
+    match result {
+        Ok(()) if peer.closing.load(Ordering::Acquire) => {
+            // Graceful: everything queued was written, then Bye.
+            lost(&peer, &conn, "this node shut down".into());
+        }
+        Ok(()) => {}
+        Err(e) => lost(&peer, &conn, format!("write failed: {e}")),
+    }
+}
