@@ -2,7 +2,7 @@
 //!
 //! [`Mbox`] is a cheap handle (two words) usable from any thread. It is either an agent's
 //! direct mailbox (multi-producer, single-consumer) or an [`IndirectMbox`]: a multi-consumer
-//! mailbox (named or anonymous), a unique-subscribers one (`named.rs` for both), or a custom
+//! mailbox (named or anonymous), a unique-subscribers one (`named/mod.rs` for both), or a custom
 //! one written outside the core ([`CustomMbox`]: message chains, remote proxies). `send` is
 //! a `match` over these, never a dynamic call, except into a custom mailbox.
 //!

@@ -251,3 +251,106 @@ impl Agent for Failing {
         Err("refused on purpose".into())
     }
 }
+
+/// Publishes `Tick(1)`, then, after the subscribers changed (on the same thread), `Tick(2)`
+/// and `Tick(3)`: a worker keeps the subscriber table of its last send, and must not use it
+/// once the subscriptions changed.
+struct Publisher {
+    mbox: Mbox,
+    joiner: Option<Mbox>,
+}
+
+struct Join;
+struct Step;
+
+impl Agent for Publisher {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Step, _: &mut Context<'_, Self>| {
+            me.mbox.send(Tick(2));
+            me.mbox.send(Tick(3));
+        })?;
+        Ok(())
+    }
+
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.mbox.send(Tick(1));
+        if let Some(j) = &self.joiner {
+            j.send(Join);
+        }
+        ctx.self_mbox().send(Step);
+    }
+}
+
+/// Leaves the mailbox on its first tick.
+struct Leaver {
+    mbox: Mbox,
+    seen: Sender<(&'static str, u32)>,
+}
+
+impl Agent for Leaver {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        let mbox = self.mbox.clone();
+        ctx.subscribe(
+            &mbox,
+            |me: &mut Self, t: &Tick, ctx: &mut Context<'_, Self>| {
+                let _ = me.seen.send(("leaver", t.0));
+                assert!(ctx.unsubscribe_from::<Tick>(&me.mbox));
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// Joins the mailbox when told to; stops the environment on `Tick(3)`.
+struct Joiner {
+    mbox: Mbox,
+    seen: Sender<(&'static str, u32)>,
+}
+
+impl Agent for Joiner {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Join, ctx: &mut Context<'_, Self>| {
+            let mbox = me.mbox.clone();
+            ctx.subscribe(
+                &mbox,
+                |me: &mut Self, t: &Tick, ctx: &mut Context<'_, Self>| {
+                    let _ = me.seen.send(("joiner", t.0));
+                    if t.0 == 3 {
+                        ctx.stop_environment();
+                    }
+                },
+            )
+            .unwrap();
+        })?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_subscription_change_is_seen_by_the_next_send_of_the_same_thread() {
+    watchdog(TIMEOUT, || {
+        let (builder, letters) = common::DeadLetters::builder();
+        let env = builder.start().unwrap();
+        let mbox = env.named_mbox("changing");
+        let (tx, rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        coop.add(Leaver {
+            mbox: mbox.clone(),
+            seen: tx.clone(),
+        });
+        let joiner = coop.add(Joiner {
+            mbox: mbox.clone(),
+            seen: tx,
+        });
+        let publisher = coop.add(Publisher {
+            mbox: mbox.clone(),
+            joiner: None,
+        });
+        coop.agent_mut(&publisher).joiner = Some(joiner.mbox());
+        env.register_coop(coop).unwrap();
+        env.wait();
+        let seen: Vec<_> = rx.try_iter().collect();
+        assert_eq!(seen, vec![("leaver", 1), ("joiner", 2), ("joiner", 3)]);
+        assert!(letters.of::<Tick>().is_empty());
+    });
+}

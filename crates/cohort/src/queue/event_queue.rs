@@ -35,6 +35,12 @@ loom::thread_local! {
     static RUNNING: Cell<*const ()> = Cell::new(ptr::null());
 }
 
+/// True while the current thread runs some queue (a worker inside a handler or a demand).
+#[inline]
+pub(crate) fn runs_a_queue() -> bool {
+    RUNNING.with(|r| !r.get().is_null())
+}
+
 /// What a queue holds: demands (the loom model uses plain values).
 pub(crate) trait QueueItem: Send {
     /// Accounts for an item that will never run (its queue is dropped).

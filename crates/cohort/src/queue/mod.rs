@@ -3,4 +3,4 @@
 mod event_queue;
 pub(crate) mod wakeup;
 
-pub(crate) use event_queue::{EventQueue, QueueItem, RunningGuard, Schedule};
+pub(crate) use event_queue::{EventQueue, QueueItem, RunningGuard, Schedule, runs_a_queue};

@@ -80,6 +80,7 @@ impl Wakeup {
     /// As [`Wakeup::sleep`], but parks for at most `timeout`.
     #[cfg(not(loom))]
     pub(crate) fn sleep_timeout(&self, timeout: std::time::Duration, has_work: impl Fn() -> bool) {
+        release_thread_caches();
         self.sleeping.store(true, Relaxed);
         fence(SeqCst);
         if !has_work() {
@@ -98,6 +99,7 @@ impl Wakeup {
     /// the worker announced that it sleeps. Returns on a notify (or spuriously); the caller
     /// re-checks for work.
     pub(crate) fn sleep(&self, has_work: impl Fn() -> bool) {
+        release_thread_caches();
         self.sleeping.store(true, Relaxed);
         fence(SeqCst);
         if !has_work() {
@@ -105,6 +107,14 @@ impl Wakeup {
         }
         self.sleeping.store(false, Relaxed);
     }
+}
+
+/// What a worker keeps only while it is busy (the subscriber tables of the multi-consumer
+/// mailboxes it sent to) goes before it parks.
+#[inline]
+fn release_thread_caches() {
+    #[cfg(not(loom))]
+    crate::named::release_thread_tables();
 }
 
 #[cfg(all(test, loom))]

@@ -5,8 +5,11 @@
 //! one word without drop glue, copied per receiver).
 //!
 //! Subscribers are kept per message type, so a send looks up its type once and then walks
-//! exactly the agents that want it. Subscribing and unsubscribing (rare) take the write lock;
-//! sends take the read lock, so concurrent senders do not contend with each other.
+//! exactly the agents that want it. The table is an immutable snapshot behind a lock:
+//! subscribing and unsubscribing (rare) take the write lock and edit it (in place, or on a
+//! copy if a sender still holds it); a send from a worker thread uses the snapshot it kept
+//! from its previous send to the same mailbox when it is still current ([`cache`]), and
+//! takes the read lock only when it is not (and sends from plain threads always do).
 //!
 //! Plain subscribers are grouped by queue and get one broadcast demand per queue. A
 //! subscriber with a delivery filter or message limits (and every subscriber of a
@@ -28,18 +31,28 @@ use crate::queue::EventQueue;
 use crate::trace::{self, TraceStep};
 use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockWriteGuard, Weak};
+
+mod cache;
+pub(crate) use cache::release as release_thread_tables;
 
 /// The subscribers of a mailbox by message type: a vector sorted by type, searched by
 /// bisection. A mailbox carries a handful of types, where this beats hashing (a hash map
 /// lookup cost a named send more than the rest of a one-subscriber delivery).
-#[derive(Default)]
-struct ByType(Vec<(TypeId, TypeSubscribers)>);
+#[derive(Default, Clone)]
+pub(crate) struct ByType {
+    types: Vec<(TypeId, TypeSubscribers)>,
+    /// The mailbox's one type and its one plain subscriber, when that is all it has (a
+    /// named mailbox used as a well-known address): kept here, next to the table's
+    /// reference count, so such a send reads no further.
+    only: Option<(TypeId, Arc<DynCell>)>,
+}
 
 impl ByType {
     #[inline]
     fn get(&self, key: &TypeId) -> Option<&TypeSubscribers> {
-        match &self.0[..] {
+        match &self.types[..] {
             // The common case: a mailbox used for one type.
             [(k, t)] => (k == key).then_some(t),
             all => all
@@ -50,41 +63,55 @@ impl ByType {
     }
 
     fn get_mut(&mut self, key: &TypeId) -> Option<&mut TypeSubscribers> {
-        let i = self.0.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
-        Some(&mut self.0[i].1)
+        let i = self.types.binary_search_by(|(k, _)| k.cmp(key)).ok()?;
+        Some(&mut self.types[i].1)
     }
 
     fn entry_or_default(&mut self, key: TypeId) -> &mut TypeSubscribers {
-        let i = match self.0.binary_search_by(|(k, _)| k.cmp(&key)) {
+        let i = match self.types.binary_search_by(|(k, _)| k.cmp(&key)) {
             Ok(i) => i,
             Err(i) => {
-                self.0.insert(i, (key, TypeSubscribers::default()));
+                self.types.insert(i, (key, TypeSubscribers::default()));
                 i
             }
         };
-        &mut self.0[i].1
+        &mut self.types[i].1
     }
 
     fn remove(&mut self, key: &TypeId) {
-        if let Ok(i) = self.0.binary_search_by(|(k, _)| k.cmp(key)) {
-            self.0.remove(i);
+        if let Ok(i) = self.types.binary_search_by(|(k, _)| k.cmp(key)) {
+            self.types.remove(i);
         }
     }
 
+    /// Recomputes what is derived from the subscribers after a change.
+    fn refresh(&mut self) {
+        for (_, t) in self.types.iter_mut() {
+            t.refresh_sole();
+        }
+        self.only = match &self.types[..] {
+            [(k, t)] => t.sole.as_ref().map(|c| (*k, c.clone())),
+            _ => None,
+        };
+    }
+
     fn values_mut(&mut self) -> impl Iterator<Item = &mut TypeSubscribers> {
-        self.0.iter_mut().map(|(_, t)| t)
+        self.types.iter_mut().map(|(_, t)| t)
     }
 }
 
 /// The subscribers of one message type, grouped by the queue they are bound to. A change
 /// (rare) edits one group in place, copying it only if a send in flight still holds it.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct TypeSubscribers {
     groups: Vec<(Arc<EventQueue>, Arc<BroadcastTargets>)>,
     /// Subscribers served one by one (a filter, message limits, or a unique-subscribers
     /// mailbox). Shared so that a send delivers to them after releasing the lock (a limit
     /// may redirect back into this mailbox); copied on change if a send still holds it.
     singles: Arc<Vec<Single>>,
+    /// The one subscriber, when there is exactly one and it is plain (the common case of a
+    /// named mailbox used as a well-known address): the send delivers to it directly.
+    sole: Option<Arc<DynCell>>,
 }
 
 /// A delivery filter: whether a message goes to one subscriber.
@@ -137,6 +164,14 @@ impl TypeSubscribers {
         self.groups.is_empty() && self.singles.is_empty()
     }
 
+    /// Recomputes [`TypeSubscribers::sole`] after a change.
+    fn refresh_sole(&mut self) {
+        self.sole = match &self.groups[..] {
+            [(_, t)] if self.singles.is_empty() && t.cells.len() == 1 => Some(t.cells[0].clone()),
+            _ => None,
+        };
+    }
+
     /// How many agents receive a message of this type (before filters).
     fn receivers(&self) -> usize {
         let grouped: usize = self.groups.iter().map(|(_, t)| t.cells.len()).sum();
@@ -150,7 +185,21 @@ pub(crate) struct NamedMbox {
     env: Weak<EnvShared>,
     /// A unique-subscribers mailbox: one subscriber per message type.
     single_consumer: bool,
-    subscribers: RwLock<ByType>,
+    /// The current table. Sends clone it (or use a clone they kept); changes edit it.
+    subscribers: RwLock<Arc<ByType>>,
+    /// The current table's stamp (see [`cache`]): changes with every edit, under the lock.
+    stamp: AtomicU64,
+    /// This mailbox's slot in a worker thread's cache.
+    slot: u8,
+}
+
+/// What a send does after it let go of the table: what must not run while it is held (a
+/// dead-letter hook or a limit's redirect may send to this mailbox again).
+enum Rest {
+    Done,
+    NoSubscriber(Envelope),
+    NotShareable(Envelope),
+    OneByOne(Arc<Vec<Single>>, Envelope),
 }
 
 impl NamedMbox {
@@ -159,7 +208,9 @@ impl NamedMbox {
             name,
             env,
             single_consumer: false,
-            subscribers: RwLock::new(ByType::default()),
+            subscribers: RwLock::new(Arc::default()),
+            stamp: AtomicU64::new(cache::next_stamp()),
+            slot: cache::next_slot(),
         }
     }
 
@@ -195,6 +246,14 @@ impl NamedMbox {
         MboxId(self as *const Self as usize)
     }
 
+    /// The table, for an edit that [`Edit`]'s drop publishes under a new stamp.
+    fn edit(&self) -> Edit<'_> {
+        Edit {
+            guard: self.subscribers.write().unwrap_or_else(|e| e.into_inner()),
+            stamp: &self.stamp,
+        }
+    }
+
     /// Adds `cell` as a subscriber of `key`; on a unique-subscribers mailbox, a second
     /// subscriber of one type is an error.
     pub(crate) fn subscribe(
@@ -203,7 +262,8 @@ impl NamedMbox {
         message_type: &'static str,
         cell: Arc<DynCell>,
     ) -> Result<(), SubscribeError> {
-        let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        let mut edit = self.edit();
+        let subs = edit.table();
         let t = subs.entry_or_default(key);
         if self.single_consumer {
             if !t.is_empty() {
@@ -223,7 +283,8 @@ impl NamedMbox {
 
     /// Removes `cell` from the subscribers of `key`.
     pub(crate) fn unsubscribe(&self, key: TypeId, cell: *const DynCell) {
-        let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        let mut edit = self.edit();
+        let subs = edit.table();
         if let Some(t) = subs.get_mut(&key) {
             t.remove(cell);
             if t.is_empty() {
@@ -235,7 +296,8 @@ impl NamedMbox {
     /// Sets (or with `None` removes) `cell`'s delivery filter for `key`; false if `cell` is
     /// not subscribed to `key` here.
     pub(crate) fn set_filter(&self, key: TypeId, cell: *const DynCell, f: Option<Filter>) -> bool {
-        let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        let mut edit = self.edit();
+        let subs = edit.table();
         let Some(t) = subs.get_mut(&key) else {
             return false;
         };
@@ -254,7 +316,8 @@ impl NamedMbox {
 
     /// Serves `cell` one by one from now on (it declared message limits after subscribing).
     pub(crate) fn serve_one_by_one(&self, cell: *const DynCell) {
-        let mut subs = self.subscribers.write().unwrap_or_else(|e| e.into_inner());
+        let mut edit = self.edit();
+        let subs = edit.table();
         for t in subs.values_mut() {
             if t.groups
                 .iter()
@@ -278,43 +341,92 @@ impl NamedMbox {
         self.route(envelope, 0)
     }
 
-    /// Delivers an envelope to every subscriber of its type; `depth` counts the redirects
-    /// by message limits so far. An envelope built for one receiver (a forwarded,
-    /// redirected or transformed message) is moved into a shared one first if several
-    /// subscribers want it.
-    #[inline]
     /// Whether any agent is subscribed to messages keyed `key`.
     pub(crate) fn has_subscribers(&self, key: &TypeId) -> bool {
         let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
         subs.get(key).is_some_and(|t| !t.is_empty())
     }
 
+    /// Delivers an envelope to every subscriber of its type; `depth` counts the redirects
+    /// by message limits so far. An envelope built for one receiver (a forwarded,
+    /// redirected or transformed message) is moved into a shared one first if several
+    /// subscribers want it.
+    #[inline]
     pub(crate) fn route(&self, msg: Envelope, depth: u8) {
+        let stamp = self.stamp.load(Ordering::Acquire);
+        match cache::with_table(self.slot, stamp, msg, |t, msg| self.route_through(t, msg)) {
+            Ok(rest) => self.finish(rest, depth),
+            Err(msg) => self.route_locked(msg, depth),
+        }
+    }
+
+    /// As [`NamedMbox::route`] through the lock: a worker thread keeps a clone of the
+    /// table for its next send, a plain thread reads it under the lock.
+    #[inline(never)]
+    fn route_locked(&self, msg: Envelope, depth: u8) {
         let subs = self.subscribers.read().unwrap_or_else(|e| e.into_inner());
-        let Some(t) = subs.get(&msg.key()).filter(|t| !t.is_empty()) else {
+        let rest = if crate::queue::runs_a_queue() {
+            let (stamp, table) = (self.stamp.load(Ordering::Relaxed), Arc::clone(&subs));
             drop(subs);
-            self.no_subscriber(msg.type_name());
-            return crate::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber);
+            let rest = self.route_through(&table, msg);
+            cache::put(self.slot, stamp, table);
+            rest
+        } else {
+            let rest = self.route_through(&subs, msg);
+            drop(subs);
+            rest
         };
+        self.finish(rest, depth)
+    }
+
+    /// Delivers to the subscribers grouped by queue; returns what must wait until the table
+    /// is let go.
+    #[inline]
+    fn route_through(&self, subs: &ByType, msg: Envelope) -> Rest {
+        if let Some((key, cell)) = &subs.only
+            && *key == msg.key()
+        {
+            deliver_at(cell, self.id(), msg, 0);
+            return Rest::Done;
+        }
+        let Some(t) = subs.get(&msg.key()).filter(|t| !t.is_empty()) else {
+            return Rest::NoSubscriber(msg);
+        };
+        if let Some(cell) = &t.sole {
+            deliver_at(cell, self.id(), msg, 0);
+            return Rest::Done;
+        }
         let mut msg = msg;
         if !msg.can_duplicate() && t.receivers() > 1 {
             if msg.is_mutable() {
-                return self.not_shareable(msg);
+                return Rest::NotShareable(msg);
             }
             msg = msg.into_shareable();
         }
         if t.singles.is_empty() {
-            return self.broadcast(&t.groups, msg);
+            self.broadcast(&t.groups, msg);
+            return Rest::Done;
         }
         if !t.groups.is_empty() {
             match msg.duplicate() {
                 Some(copy) => self.broadcast(&t.groups, copy),
-                None => return self.not_shareable(msg),
+                None => return Rest::NotShareable(msg),
             }
         }
-        let singles = t.singles.clone();
-        drop(subs);
-        self.deliver_one_by_one(&singles, msg, depth)
+        Rest::OneByOne(t.singles.clone(), msg)
+    }
+
+    #[inline]
+    fn finish(&self, rest: Rest, depth: u8) {
+        match rest {
+            Rest::Done => {}
+            Rest::NoSubscriber(msg) => {
+                self.no_subscriber(msg.type_name());
+                crate::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber)
+            }
+            Rest::NotShareable(msg) => self.not_shareable(msg),
+            Rest::OneByOne(singles, msg) => self.deliver_one_by_one(&singles, msg, depth),
+        }
     }
 
     #[inline]
@@ -423,5 +535,30 @@ impl NamedMbox {
         if let Some(env) = self.env.upgrade() {
             env.dead_letter(message_type, DeliveryFailure::NoSubscriber);
         }
+    }
+}
+
+/// The write lock on a mailbox's table; dropping it publishes the edit under a new stamp.
+struct Edit<'a> {
+    guard: RwLockWriteGuard<'a, Arc<ByType>>,
+    stamp: &'a AtomicU64,
+}
+
+impl Edit<'_> {
+    /// The table to edit: in place if no sender holds it, else a copy.
+    fn table(&mut self) -> &mut ByType {
+        Arc::make_mut(&mut self.guard)
+    }
+}
+
+impl Drop for Edit<'_> {
+    fn drop(&mut self) {
+        // Not unique: nothing was edited (the table is still shared with senders).
+        if let Some(table) = Arc::get_mut(&mut self.guard) {
+            table.refresh();
+        }
+        // Under the write lock still: a reader that takes the read lock next sees this stamp
+        // with this table.
+        self.stamp.store(cache::next_stamp(), Ordering::Release);
     }
 }
