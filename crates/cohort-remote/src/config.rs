@@ -128,6 +128,7 @@ pub struct NodeConfig {
     pub(crate) io_threads: usize,
     pub(crate) direct_write: Option<Duration>,
     pub(crate) shutdown_flush_timeout: Duration,
+    pub(crate) tls: Option<crate::tls::Tls>,
 }
 
 impl NodeConfig {
@@ -150,6 +151,7 @@ impl NodeConfig {
             io_threads: defaults::IO_THREADS,
             direct_write: Some(defaults::DIRECT_WRITE_AFTER),
             shutdown_flush_timeout: defaults::SHUTDOWN_FLUSH_TIMEOUT,
+            tls: None,
         }
     }
 
@@ -243,6 +245,16 @@ impl NodeConfig {
     /// written ([`SHUTDOWN_FLUSH_TIMEOUT`](defaults::SHUTDOWN_FLUSH_TIMEOUT)).
     pub fn shutdown_flush_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_flush_timeout = timeout;
+        self
+    }
+
+    /// Encrypts and authenticates every connection with TLS (default: none, plain TCP):
+    /// accepted ones with `tls`'s server side, dialled ones with its client side. Both
+    /// nodes of a connection must use TLS; a plain peer fails the handshake (counted in
+    /// `handshakes_refused`, logged). The token is still checked, inside the TLS session.
+    /// Under TLS senders never write to the socket themselves (see [`Tls`](crate::Tls)).
+    pub fn tls(mut self, tls: crate::tls::Tls) -> Self {
+        self.tls = Some(tls);
         self
     }
 

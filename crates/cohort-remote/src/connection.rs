@@ -11,12 +11,12 @@
 
 use crate::peer::{CLOSED, DOWN, PeerShared, UP};
 use crate::stats::Counters;
+use crate::tls::Stream;
 use crate::writer::WriteSide;
 use crate::{NodeDown, NodeUp};
 use cohort::DeliveryFailure;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::watch;
 
@@ -29,7 +29,7 @@ pub(crate) struct ConnState {
 }
 
 impl ConnState {
-    fn new(wr: OwnedWriteHalf) -> Self {
+    fn new(wr: Option<OwnedWriteHalf>) -> Self {
         Self {
             dead: AtomicBool::new(false),
             ended: watch::Sender::new(false),
@@ -47,12 +47,31 @@ impl ConnState {
     }
 }
 
+/// What the connection's two tasks get of the stream.
+enum Halves {
+    Plain(tokio::net::tcp::OwnedReadHalf),
+    Tls(
+        tokio::io::ReadHalf<crate::tls::TlsStream>,
+        crate::writer::TlsWriteHalf,
+    ),
+}
+
 /// Makes `stream` the peer's connection: starts its writer and reader, marks the peer up
 /// and publishes [`NodeUp`]. `leftover` holds bytes read past the handshake.
-pub(crate) fn install(peer: &Arc<PeerShared>, stream: TcpStream, leftover: Vec<u8>) {
+pub(crate) fn install(peer: &Arc<PeerShared>, stream: Stream, leftover: Vec<u8>) {
     let node = &peer.node;
-    let (rd, wr) = stream.into_split();
-    let conn = Arc::new(ConnState::new(wr));
+    // The plain write half lives in the connection (senders may write directly); the TLS
+    // one belongs to the writer task alone.
+    let (conn, halves) = match stream {
+        Stream::Plain(tcp) => {
+            let (rd, wr) = tcp.into_split();
+            (Arc::new(ConnState::new(Some(wr))), Halves::Plain(rd))
+        }
+        Stream::Tls(tls) => {
+            let (rd, wr) = tokio::io::split(*tls);
+            (Arc::new(ConnState::new(None)), Halves::Tls(rd, wr))
+        }
+    };
     let previous = peer
         .conn
         .lock()
@@ -68,10 +87,21 @@ pub(crate) fn install(peer: &Arc<PeerShared>, stream: TcpStream, leftover: Vec<u
     }
     peer.status.store(UP, Ordering::Release);
     Counters::add(&node.counters.connections, 1);
-    node.handle
-        .spawn(crate::writer::writer(peer.clone(), conn.clone()));
-    node.handle
-        .spawn(crate::reader::reader(peer.clone(), conn, rd, leftover));
+    // Started once the connection is the peer's: a reader that fails at once finds it there.
+    match halves {
+        Halves::Plain(rd) => {
+            node.handle
+                .spawn(crate::writer::writer(peer.clone(), conn.clone(), None));
+            node.handle
+                .spawn(crate::reader::reader(peer.clone(), conn, rd, leftover));
+        }
+        Halves::Tls(rd, wr) => {
+            node.handle
+                .spawn(crate::writer::writer(peer.clone(), conn.clone(), Some(wr)));
+            node.handle
+                .spawn(crate::reader::reader(peer.clone(), conn, rd, leftover));
+        }
+    }
     tracing::info!(node = %node.config.name, peer = %peer.name, "node up");
     if node.events.has_subscribers::<NodeUp>() {
         node.events.send(NodeUp {

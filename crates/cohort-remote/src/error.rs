@@ -42,6 +42,17 @@ pub enum HandshakeError {
     /// The connection closed during the handshake.
     #[error("connection closed during the handshake")]
     Closed,
+    /// The TLS handshake failed (a certificate not trusted or not valid for the expected
+    /// name, a peer without TLS, no common protocol version or cipher suite).
+    #[error(
+        "TLS handshake failed: {0} (check both nodes' NodeConfig::tls: certificates, trusted roots, server name)"
+    )]
+    Tls(String),
+    /// The peer sent a TLS record where this node, without TLS, expected a handshake frame.
+    #[error(
+        "the peer speaks TLS and this node does not: set NodeConfig::tls on both nodes or on neither"
+    )]
+    PeerUsesTls,
 }
 
 /// Errors of [`Node`](crate::Node) operations.
@@ -80,4 +91,14 @@ pub enum RemoteError {
     /// The node is shut down.
     #[error("the node is shut down")]
     ShutDown,
+    /// The name given to [`Tls::new`](crate::Tls::new) is not a DNS name or an IP address.
+    #[error(
+        "invalid TLS server name {name:?}: {reason} (give the DNS name or IP address the listeners' certificates carry)"
+    )]
+    TlsServerName {
+        /// The name.
+        name: String,
+        /// Why it is invalid.
+        reason: String,
+    },
 }

@@ -5,15 +5,18 @@
 use crate::error::HandshakeError;
 use crate::frame::{self, Frame};
 use crate::node::NodeShared;
+use crate::tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// Handshake frames are small: names and a token.
 const MAX_HANDSHAKE_FRAME: u32 = 4096;
 
 /// Reads one handshake frame; returns an owned description of it.
-async fn read_one(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Owned, HandshakeError> {
+async fn read_one(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<Owned, HandshakeError> {
     loop {
+        if looks_like_tls(buf) {
+            return Err(HandshakeError::PeerUsesTls);
+        }
         if let Some((f, n)) = frame::decode(buf, MAX_HANDSHAKE_FRAME)? {
             let owned = Owned::from(f);
             buf.drain(..n);
@@ -28,6 +31,12 @@ async fn read_one(stream: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Owned, Ha
             return Err(HandshakeError::Closed);
         }
     }
+}
+
+/// Whether `buf` starts with a TLS record header (content type 20-23, version 3.1-3.4). A
+/// handshake frame cannot: its length (at most 4 KiB) leaves its third byte zero.
+fn looks_like_tls(buf: &[u8]) -> bool {
+    matches!(buf, [0x14..=0x17, 0x03, 0x01..=0x04, ..])
 }
 
 enum Owned {
@@ -90,7 +99,7 @@ fn same_token(a: &[u8], b: &[u8]) -> bool {
 /// The listener's side: returns the peer's name, or refuses (and says why to the peer).
 pub(crate) async fn accept(
     node: &NodeShared,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     buf: &mut Vec<u8>,
 ) -> Result<String, HandshakeError> {
     let timeout = node.config.handshake_timeout;
@@ -146,7 +155,7 @@ pub(crate) async fn accept(
 /// The dialler's side: returns the listener's name.
 pub(crate) async fn dial(
     node: &NodeShared,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     buf: &mut Vec<u8>,
 ) -> Result<String, HandshakeError> {
     let mut out = Vec::new();

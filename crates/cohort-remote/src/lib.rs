@@ -93,6 +93,7 @@ pub mod phi;
 mod reader;
 mod registry;
 mod stats;
+mod tls;
 mod writer;
 
 pub use config::{Batching, ConfigError, NodeConfig, Overflow};
@@ -102,4 +103,7 @@ pub use frame::FrameError;
 pub use node::{Node, events_mbox_name};
 pub use peer::RemoteNode;
 pub use registry::{Codec, CodecError, Postcard, Registry, RegistryError};
+/// The rustls this crate builds on, for [`Tls`]'s configurations.
+pub use rustls;
 pub use stats::NodeStats;
+pub use tls::Tls;

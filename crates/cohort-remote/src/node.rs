@@ -4,10 +4,11 @@
 
 use crate::config::NodeConfig;
 use crate::connection;
-use crate::error::RemoteError;
+use crate::error::{HandshakeError, RemoteError};
 use crate::peer::{CLOSED, PeerShared, RemoteNode};
 use crate::registry::Registry;
 use crate::stats::{Counters, NodeStats};
+use crate::tls::Stream;
 use cohort::{DeliveryFailure, Environment, Mbox};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -64,9 +65,9 @@ impl NodeShared {
 pub(crate) async fn dial(
     node: &NodeShared,
     addr: &str,
-) -> Result<(TcpStream, String, Vec<u8>), RemoteError> {
+) -> Result<(Stream, String, Vec<u8>), RemoteError> {
     let timeout = node.config.handshake_timeout;
-    let mut stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+    let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Ok(r) => r.map_err(|source| RemoteError::Connect {
             addr: addr.to_string(),
             source,
@@ -81,7 +82,17 @@ pub(crate) async fn dial(
             });
         }
     };
-    let _ = stream.set_nodelay(true);
+    let _ = tcp.set_nodelay(true);
+    let mut stream = match wrap(node, tcp, false).await {
+        Ok(s) => s,
+        Err(source) => {
+            Counters::add(&node.counters.handshakes_refused, 1);
+            return Err(RemoteError::Handshake {
+                addr: addr.to_string(),
+                source,
+            });
+        }
+    };
     let mut buf = Vec::new();
     match crate::handshake::dial(node, &mut stream, &mut buf).await {
         Ok(name) => Ok((stream, name, buf)),
@@ -95,9 +106,28 @@ pub(crate) async fn dial(
     }
 }
 
+/// `tcp` as this node's connections are: plain, or wrapped in TLS (accepted or dialled)
+/// within the handshake timeout.
+async fn wrap(node: &NodeShared, tcp: TcpStream, accepted: bool) -> Result<Stream, HandshakeError> {
+    let Some(tls) = &node.config.tls else {
+        return Ok(Stream::Plain(tcp));
+    };
+    let timeout = node.config.handshake_timeout;
+    let wrapped = if accepted {
+        tokio::time::timeout(timeout, tls.accept(tcp)).await
+    } else {
+        tokio::time::timeout(timeout, tls.connect(tcp)).await
+    };
+    match wrapped {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(HandshakeError::Tls(e.to_string())),
+        Err(_) => Err(HandshakeError::Timeout(timeout)),
+    }
+}
+
 async fn accept_loop(node: Arc<NodeShared>, listener: TcpListener) {
     loop {
-        let (mut stream, from) = match listener.accept().await {
+        let (tcp, from) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
                 tracing::warn!(node = %node.config.name, error = %e, "accept failed");
@@ -110,7 +140,15 @@ async fn accept_loop(node: Arc<NodeShared>, listener: TcpListener) {
         }
         let node = node.clone();
         tokio::spawn(async move {
-            let _ = stream.set_nodelay(true);
+            let _ = tcp.set_nodelay(true);
+            let mut stream = match wrap(&node, tcp, true).await {
+                Ok(s) => s,
+                Err(e) => {
+                    Counters::add(&node.counters.handshakes_refused, 1);
+                    tracing::warn!(node = %node.config.name, %from, reason = %e, "handshake refused");
+                    return;
+                }
+            };
             let mut buf = Vec::new();
             match crate::handshake::accept(&node, &mut stream, &mut buf).await {
                 Ok(name) => {

@@ -11,8 +11,8 @@ use crate::stats::Counters;
 use cohort::{DeliveryFailure, Mbox};
 use std::sync::Arc;
 use std::time::Instant;
+use tokio::io::AsyncRead;
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::OwnedReadHalf;
 
 /// A connection's view of what the peer declared.
 #[derive(Default)]
@@ -142,10 +142,10 @@ fn handle(
 
 /// The connection's reader: decodes frames as they arrive and hands each message to the
 /// exported mailbox it names; watches the peer's heartbeats.
-pub(crate) async fn reader(
+pub(crate) async fn reader<R: AsyncRead + Unpin>(
     peer: Arc<PeerShared>,
     conn: Arc<ConnState>,
-    mut rd: OwnedReadHalf,
+    mut rd: R,
     mut buf: Vec<u8>,
 ) {
     let node = peer.node.clone();

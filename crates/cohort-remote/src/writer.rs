@@ -17,13 +17,18 @@ use cohort::DeliveryFailure;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedWriteHalf;
+
+/// The write half of a TLS connection, owned by its writer task.
+pub(crate) type TlsWriteHalf = tokio::io::WriteHalf<crate::tls::TlsStream>;
 
 /// The socket's write half and what is being written. Whoever holds `state` (the writer
 /// task, or a sender writing directly) pops the queue, encodes and writes; bytes leave in
 /// the order they were appended.
 pub(crate) struct WriteSide {
-    wr: OwnedWriteHalf,
+    /// The plain socket's write half; `None` under TLS, where the writer task owns it.
+    wr: Option<OwnedWriteHalf>,
     state: std::sync::Mutex<WriteState>,
     /// When the last write ended, in nanoseconds since `epoch`.
     last_write_ns: std::sync::atomic::AtomicU64,
@@ -39,7 +44,7 @@ struct WriteState {
 }
 
 impl WriteSide {
-    pub(crate) fn new(wr: OwnedWriteHalf) -> Self {
+    pub(crate) fn new(wr: Option<OwnedWriteHalf>) -> Self {
         Self {
             wr,
             state: std::sync::Mutex::new(WriteState {
@@ -139,8 +144,11 @@ fn fill_adaptive(
 
 /// Writes as much of `st.buf` as the socket takes now; `Ok(true)` when all of it went.
 fn try_flush(conn: &ConnState, st: &mut WriteState, node: &NodeShared) -> Result<bool, String> {
+    let Some(wr) = &conn.write.wr else {
+        return Ok(st.buf.is_empty());
+    };
     while !st.buf.is_empty() {
-        match conn.write.wr.try_write(&st.buf) {
+        match wr.try_write(&st.buf) {
             Ok(w) => {
                 Counters::add(&node.counters.bytes_out, w as u64);
                 st.buf.drain(..w);
@@ -176,6 +184,7 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
         return false;
     };
     if conn.dead.load(Ordering::Acquire)
+        || conn.write.wr.is_none()
         || conn
             .write
             .now_ns()
@@ -205,9 +214,38 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
     }
 }
 
+/// Writes a batch taken from the write state to the TLS session (the writer task alone
+/// writes under TLS), then gives the buffer back for reuse.
+async fn write_tls(
+    conn: &ConnState,
+    node: &NodeShared,
+    wr: &mut TlsWriteHalf,
+    mut out: Vec<u8>,
+) -> Result<(), String> {
+    if !out.is_empty() {
+        wr.write_all(&out).await.map_err(|e| e.to_string())?;
+        wr.flush().await.map_err(|e| e.to_string())?;
+        Counters::add(&node.counters.bytes_out, out.len() as u64);
+        conn.write
+            .last_write_ns
+            .store(conn.write.now_ns(), Ordering::Relaxed);
+    }
+    out.clear();
+    let mut st = conn.write.state.lock().unwrap_or_else(|e| e.into_inner());
+    if st.buf.is_empty() && st.buf.capacity() < out.capacity() {
+        st.buf = out;
+    }
+    Ok(())
+}
+
 /// The connection's writer task: writes what the senders queue, in batches, and the
-/// heartbeats; waits for room when the socket is full.
-pub(crate) async fn writer(peer: Arc<PeerShared>, conn: Arc<ConnState>) {
+/// heartbeats; waits for room when the socket is full. Under TLS it owns the write half
+/// (`tls`) and is the only writer.
+pub(crate) async fn writer(
+    peer: Arc<PeerShared>,
+    conn: Arc<ConnState>,
+    mut tls: Option<TlsWriteHalf>,
+) {
     let node = peer.node.clone();
     let mut ended = conn.ended.subscribe();
     let hb_every = node.config.heartbeat_interval;
@@ -258,7 +296,7 @@ pub(crate) async fn writer(peer: Arc<PeerShared>, conn: Arc<ConnState>) {
                     }
                 }
             }
-            let (flushed, idle) = {
+            let (tls_batch, flushed, idle) = {
                 let mut st = conn.write.state.lock().unwrap_or_else(|e| e.into_inner());
                 let st = &mut *st;
                 let mut n = 0u64;
@@ -297,14 +335,29 @@ pub(crate) async fn writer(peer: Arc<PeerShared>, conn: Arc<ConnState>) {
                     frame::encode_bye(&mut st.buf);
                     st.closed = true;
                 }
-                let flushed = try_flush(&conn, st, &node)?;
-                if st.closed && flushed {
+                if tls.is_some() {
+                    // Written below, outside the lock.
+                    let out = std::mem::take(&mut st.buf);
+                    let idle = out.is_empty() && n == 0;
+                    (Some((out, st.closed)), true, idle)
+                } else {
+                    let flushed = try_flush(&conn, st, &node)?;
+                    if st.closed && flushed {
+                        return Ok(());
+                    }
+                    (None, flushed, st.buf.is_empty() && n == 0)
+                }
+            };
+            if let (Some(wr), Some((out, closed))) = (tls.as_mut(), tls_batch) {
+                write_tls(&conn, &node, wr, out).await?;
+                if closed {
                     return Ok(());
                 }
-                (flushed, st.buf.is_empty() && n == 0)
-            };
+            }
             if !flushed {
-                conn.write.wr.writable().await.map_err(|e| e.to_string())?;
+                if let Some(wr) = &conn.write.wr {
+                    wr.writable().await.map_err(|e| e.to_string())?;
+                }
             } else if idle && peer.queue.len() == 0 {
                 tokio::select! {
                     _ = peer.queue.park() => {}

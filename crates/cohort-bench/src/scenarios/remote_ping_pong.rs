@@ -53,13 +53,16 @@ pub enum Policy {
     PerMessage,
     /// The seed's fixed thresholds: 20 messages, 128 KB, 40 ms.
     Fixed,
+    /// Adaptive batching over TLS (rustls, TLS 1.3, a self-signed certificate both nodes
+    /// trust): what encryption costs.
+    AdaptiveTls,
 }
 
 impl Policy {
     /// The node setting.
     pub fn batching(self) -> Batching {
         match self {
-            Policy::Adaptive => Batching::adaptive(),
+            Policy::Adaptive | Policy::AdaptiveTls => Batching::adaptive(),
             Policy::PerMessage => Batching::PerMessage,
             Policy::Fixed => Batching::fixed(),
         }
@@ -71,8 +74,63 @@ impl Policy {
             Policy::Adaptive => "adaptive batching",
             Policy::PerMessage => "write per message",
             Policy::Fixed => "fixed thresholds 20 msg/128 KB/40 ms",
+            Policy::AdaptiveTls => "adaptive batching, TLS",
         }
     }
+
+    /// A node's settings under this policy.
+    pub fn config(self, name: &str) -> Result<NodeConfig, String> {
+        let config = NodeConfig::new(name).token(TOKEN).batching(self.batching());
+        Ok(match self {
+            Policy::AdaptiveTls => config.tls(bench_tls()?),
+            _ => config,
+        })
+    }
+}
+
+/// The benchmark's TLS key (P-256, PKCS#8). For this benchmark only: it is public.
+const BENCH_KEY_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZQHOCoU7gXtSd557
+0oACMV135jLUogjmV6jWPWAUUyuhRANCAASNl3Ie3Be0MwAUIUI9n1WxdJz9XBj2
+C6+5QzD/78q3fzZ8LV17Cu0VTjVbCdxPewArIPl2CRMzaKTlIfkGQaDz
+-----END PRIVATE KEY-----
+";
+
+/// TLS for both nodes: a certificate for `cohort.bench` self-signed with the benchmark's
+/// key (each process signs its own; both carry the same name and key, which is what the
+/// other trusts).
+fn bench_tls() -> Result<cohort_remote::Tls, String> {
+    use cohort_remote::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use cohort_remote::rustls::{self, RootCertStore};
+    use std::sync::Arc;
+    let key = rcgen::KeyPair::from_pem(BENCH_KEY_PEM).map_err(|e| e.to_string())?;
+    let mut params = rcgen::CertificateParams::new(vec!["cohort.bench".to_string()])
+        .map_err(|e| e.to_string())?;
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "cohort.bench");
+    let cert = params.self_signed(&key).map_err(|e| e.to_string())?;
+    let der = CertificateDer::from(cert.der().to_vec());
+    let mut roots = RootCertStore::empty();
+    roots.add(der.clone()).map_err(|e| e.to_string())?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![der],
+            PrivateKeyDer::try_from(key.serialize_der()).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cohort_remote::Tls::new(Arc::new(server), Arc::new(client), "cohort.bench")
+        .map_err(|e| e.to_string())
 }
 
 /// Where the echo node runs.
@@ -143,9 +201,8 @@ impl Server {
         let env = Environment::builder().start().map_err(|e| e.to_string())?;
         let node = Node::start(
             &env.environment(),
-            NodeConfig::new(SERVER)
-                .token(TOKEN)
-                .batching(policy.batching())
+            policy
+                .config(SERVER)?
                 .listen("127.0.0.1:0".parse().expect("an address")),
             registry(),
         )
@@ -281,14 +338,8 @@ impl ClientSide {
     /// Connects a client node to `addr`.
     pub fn connect(addr: std::net::SocketAddr, policy: Policy) -> Result<Self, String> {
         let env = Environment::builder().start().map_err(|e| e.to_string())?;
-        let node = Node::start(
-            &env.environment(),
-            NodeConfig::new(CLIENT)
-                .token(TOKEN)
-                .batching(policy.batching()),
-            registry(),
-        )
-        .map_err(|e| e.to_string())?;
+        let node = Node::start(&env.environment(), policy.config(CLIENT)?, registry())
+            .map_err(|e| e.to_string())?;
         let server = node.connect(addr).map_err(|e| e.to_string())?;
         Ok(Self {
             env: Some(env),
@@ -397,6 +448,7 @@ impl ChildServer {
             Policy::Adaptive => "adaptive",
             Policy::PerMessage => "per-message",
             Policy::Fixed => "fixed",
+            Policy::AdaptiveTls => "adaptive-tls",
         };
         let mut child = std::process::Command::new(exe)
             .args([

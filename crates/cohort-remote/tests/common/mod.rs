@@ -164,3 +164,11 @@ impl RawPeer {
         let _ = self.stream.write_all(bytes);
     }
 }
+
+/// Spins (yielding) until `cond` holds; the test's watchdog bounds the wait.
+#[allow(dead_code)]
+pub fn wait_until(cond: impl Fn() -> bool) {
+    while !cond() {
+        std::thread::yield_now();
+    }
+}
