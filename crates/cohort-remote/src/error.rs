@@ -91,6 +91,9 @@ pub enum RemoteError {
     /// The node is shut down.
     #[error("the node is shut down")]
     ShutDown,
+    /// A reference to a mailbox this node does not export was asked for.
+    #[error("no mailbox is exported as {0:?}: call Node::export({0:?}) first")]
+    NotExported(String),
     /// The name given to [`Tls::new`](crate::Tls::new) is not a DNS name or an IP address.
     #[error(
         "invalid TLS server name {name:?}: {reason} (give the DNS name or IP address the listeners' certificates carry)"

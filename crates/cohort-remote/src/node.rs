@@ -5,6 +5,7 @@
 use crate::config::NodeConfig;
 use crate::connection;
 use crate::error::{HandshakeError, RemoteError};
+use crate::mbox_ref::MboxRef;
 use crate::peer::{CLOSED, PeerShared, RemoteNode};
 use crate::registry::Registry;
 use crate::stats::{Counters, NodeStats};
@@ -49,6 +50,15 @@ impl NodeShared {
     pub(crate) fn peer_changed(&self) {
         let _peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
         self.peers_changed.notify_all();
+    }
+
+    /// The peer named `name`, if it ever connected (or was connected to).
+    pub(crate) fn known_peer(&self, name: &str) -> Option<Arc<PeerShared>> {
+        self.peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
     }
 
     fn peer_entry(self: &Arc<Self>, name: &str, dial_addr: Option<String>) -> Arc<PeerShared> {
@@ -298,12 +308,17 @@ impl Node {
 
     /// The peer named `name`, if it ever connected (or was connected to).
     pub fn peer(&self, name: &str) -> Option<RemoteNode> {
-        self.shared
-            .peers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .map(|p| RemoteNode { peer: p.clone() })
+        self.shared.known_peer(name).map(|peer| RemoteNode { peer })
+    }
+
+    /// A reference to the mailbox this node exports as `name`, to put in messages (a
+    /// reply address): see [`MboxRef`]. An error if `name` is not exported.
+    pub fn mbox_ref(&self, name: &str) -> Result<MboxRef, RemoteError> {
+        let mbox = self
+            .shared
+            .exported(name)
+            .ok_or_else(|| RemoteError::NotExported(name.to_string()))?;
+        Ok(MboxRef::new(&self.shared.config.name, name, mbox))
     }
 
     /// Waits until the peer named `name` is connected, at most `timeout`.

@@ -116,6 +116,12 @@ impl RemoteNode {
         })
     }
 
+    /// A reference to the mailbox the peer exports as `name`, to put in messages (to pass
+    /// it on to a third node): see [`MboxRef`](crate::MboxRef).
+    pub fn mbox_ref(&self, name: &str) -> crate::MboxRef {
+        crate::MboxRef::new(&self.peer.name, name, self.mbox(name))
+    }
+
     /// Whether the connection to the peer is up.
     pub fn is_up(&self) -> bool {
         self.peer.is_up()

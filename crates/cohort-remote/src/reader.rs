@@ -165,6 +165,8 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
         let mut err = None;
         // Counted once per read, not per message (one atomic add on the receive path).
         let mut messages = 0u64;
+        // Mailbox references in these messages resolve against this node.
+        let decoding = crate::mbox_ref::decoding_for(node.clone());
         loop {
             match frame::decode(&buf[at..], max) {
                 Ok(Some((f, n))) => {
@@ -189,6 +191,7 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
                 }
             }
         }
+        drop(decoding);
         if messages > 0 {
             Counters::add(&node.counters.messages_in, messages);
         }
