@@ -33,6 +33,11 @@ pub struct RemotePingPongArgs {
     /// fixed thresholds at most 25 (each waits for the 40 ms timer).
     #[arg(long = "latency-round-trips", default_value_t = 20_000)]
     pub latency_round_trips: u64,
+    /// How long the agents' worker threads on both nodes spin before they park, µs (0:
+    /// cohort's default, `defaults::WORKER_SPIN`, 50 µs). A remote round trip is longer
+    /// than the default spin, so the waiting agent parks; a longer spin keeps it awake.
+    #[arg(long = "worker-spin-us", default_value_t = 0)]
+    pub worker_spin_us: u64,
 }
 
 /// The suite's reduced run: adaptive batching, both nodes in this process, 1 and 10
@@ -45,6 +50,7 @@ pub fn quick_args() -> RemotePingPongArgs {
         batching: vec![Policy::Adaptive],
         processes: vec![Processes::One],
         latency_round_trips: 2_000,
+        worker_spin_us: 0,
     }
 }
 
@@ -57,6 +63,7 @@ pub fn full_args() -> RemotePingPongArgs {
         batching: vec![Policy::Adaptive, Policy::PerMessage, Policy::Fixed],
         processes: vec![Processes::Two, Processes::One],
         latency_round_trips: 20_000,
+        worker_spin_us: 0,
     }
 }
 
@@ -69,10 +76,14 @@ pub struct ServerArgs {
     /// Echo agents to start.
     #[arg(long, default_value_t = 30)]
     pub clients: usize,
+    /// Worker spin of the echo node's environment, µs (0: cohort's default).
+    #[arg(long = "worker-spin-us", default_value_t = 0)]
+    pub worker_spin_us: u64,
 }
 
 /// Runs the echo side until standard input closes.
 pub fn serve(a: &ServerArgs) -> i32 {
+    rpp::WORKER_SPIN_US.store(a.worker_spin_us, std::sync::atomic::Ordering::Relaxed);
     match rpp::serve_child(a.batching, a.clients) {
         Ok(()) => 0,
         Err(e) => {
@@ -106,6 +117,7 @@ pub fn validate(a: &RemotePingPongArgs) -> Result<(), String> {
 /// rounds; then the latency run. With a latency run, first the floor: the same round trip
 /// between two plain threads over blocking sockets.
 pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    rpp::WORKER_SPIN_US.store(a.worker_spin_us, std::sync::atomic::Ordering::Relaxed);
     let mut out = Vec::new();
     if a.latency_round_trips > 0 {
         let trips = a.latency_round_trips;
@@ -130,7 +142,10 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
     let max_clients = a.clients.iter().copied().max().unwrap_or(1).max(1);
     for &processes in &a.processes {
         for &policy in &a.batching {
-            let base = format!("{}, {}", policy.label(), processes.label());
+            let mut base = format!("{}, {}", policy.label(), processes.label());
+            if a.worker_spin_us > 0 {
+                base += &format!(", worker spin {} us", a.worker_spin_us);
+            }
             let mut pair = match Pair::start(processes, policy, max_clients) {
                 Ok(p) => p,
                 Err(e) => {
@@ -149,6 +164,7 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
                     "in_flight": a.in_flight,
                     "batching": policy.label(),
                     "processes": processes.label(),
+                    "worker_spin_us": a.worker_spin_us,
                 }));
                 out.extend(sampled(
                     "remote-ping-pong",
@@ -191,6 +207,7 @@ pub fn records(a: &RemotePingPongArgs, runs: usize, machine: &Machine) -> Vec<Re
                     "round_trips": trips,
                     "batching": policy.label(),
                     "processes": processes.label(),
+                    "worker_spin_us": a.worker_spin_us,
                 }));
                 out.extend(sampled(
                     "remote-ping-pong-latency",

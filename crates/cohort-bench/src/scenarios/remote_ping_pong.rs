@@ -44,6 +44,20 @@ pub fn registry() -> Registry {
     r
 }
 
+/// The worker spin of both nodes' environments, in µs (`--worker-spin-us`; 0: cohort's
+/// default). Set once by the command before any node starts, and passed to the child.
+pub static WORKER_SPIN_US: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// An environment for one side, with the worker spin asked for.
+fn environment() -> Result<cohort::WrappedEnv, String> {
+    let mut b = Environment::builder();
+    let spin = WORKER_SPIN_US.load(std::sync::atomic::Ordering::Relaxed);
+    if spin > 0 {
+        b = b.worker_spin(Duration::from_micros(spin));
+    }
+    b.start().map_err(|e| e.to_string())
+}
+
 /// The batching policies compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Policy {
@@ -198,7 +212,7 @@ pub struct Server {
 impl Server {
     /// Starts the node listening on loopback.
     pub fn start(policy: Policy) -> Result<Self, String> {
-        let env = Environment::builder().start().map_err(|e| e.to_string())?;
+        let env = environment()?;
         let node = Node::start(
             &env.environment(),
             policy
@@ -337,7 +351,7 @@ pub struct Round {
 impl ClientSide {
     /// Connects a client node to `addr`.
     pub fn connect(addr: std::net::SocketAddr, policy: Policy) -> Result<Self, String> {
-        let env = Environment::builder().start().map_err(|e| e.to_string())?;
+        let env = environment()?;
         let node = Node::start(&env.environment(), policy.config(CLIENT)?, registry())
             .map_err(|e| e.to_string())?;
         let server = node.connect(addr).map_err(|e| e.to_string())?;
@@ -457,6 +471,10 @@ impl ChildServer {
                 policy_arg,
                 "--clients",
                 &clients.to_string(),
+                "--worker-spin-us",
+                &WORKER_SPIN_US
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    .to_string(),
             ])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
