@@ -233,8 +233,8 @@ impl NodeConfig {
     }
 
     /// Under [`Batching::Adaptive`], let a sender write its message to the socket itself
-    /// when the writer task sleeps and the connection was quiet for `quiet`
-    /// ([`DIRECT_WRITE_AFTER`](defaults::DIRECT_WRITE_AFTER)); `None` leaves every write to
+    /// when the writer task sleeps, the connection was quiet for `quiet` and the last batch
+    /// carried one message ([`DIRECT_WRITE_AFTER`](defaults::DIRECT_WRITE_AFTER)); `None` leaves every write to
     /// the writer task (more throughput under load, a thread wake-up more per sparse message).
     pub fn direct_write(mut self, quiet: Option<Duration>) -> Self {
         self.direct_write = quiet;

@@ -1,9 +1,9 @@
 //! A connection's write side: the writer task, which takes what the senders queued and
 //! writes it in batches (and the heartbeats), and the senders' direct writes.
 //!
-//! The writer task is not the only writer: a sender whose message finds the writer asleep
-//! and the connection quiet writes it to the socket itself (`try_direct_write`), saving the
-//! writer's wake-up (see [`DIRECT_WRITE_AFTER`](crate::defaults::DIRECT_WRITE_AFTER)).
+//! The writer task is not the only writer: a sender whose message finds the writer asleep,
+//! the connection quiet and the last batch a single message writes it to the socket itself
+//! (`try_direct_write`), saving the writer's wake-up (see [`DIRECT_WRITE_AFTER`](crate::defaults::DIRECT_WRITE_AFTER)).
 //! Whoever holds the write state (a mutex, taken with `try_lock` by senders) pops, encodes
 //! and writes, so bytes still leave in queue order.
 
@@ -32,6 +32,9 @@ pub(crate) struct WriteSide {
     state: std::sync::Mutex<WriteState>,
     /// When the last write ended, in nanoseconds since `epoch`.
     last_write_ns: std::sync::atomic::AtomicU64,
+    /// How many messages the last batch carried: senders write directly only after a
+    /// batch of one (sparse traffic); under load the writer keeps batching.
+    last_batch: std::sync::atomic::AtomicU64,
     epoch: Instant,
 }
 
@@ -56,6 +59,7 @@ impl WriteSide {
                 closed: false,
             }),
             last_write_ns: std::sync::atomic::AtomicU64::new(0),
+            last_batch: std::sync::atomic::AtomicU64::new(0),
             epoch: Instant::now(),
         }
     }
@@ -185,6 +189,7 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
     };
     if conn.dead.load(Ordering::Acquire)
         || conn.write.wr.is_none()
+        || conn.write.last_batch.load(Ordering::Relaxed) > 1
         || conn
             .write
             .now_ns()
@@ -202,6 +207,7 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
     let node = &*peer.node;
     let n = fill_adaptive(peer, &mut st, max_messages, max_bytes);
     if n > 0 {
+        conn.write.last_batch.store(n, Ordering::Relaxed);
         Counters::add(&node.counters.writes, 1);
         Counters::add(&node.counters.messages_out, n);
         peer.queue.signal_space();
@@ -317,6 +323,7 @@ pub(crate) async fn writer(
                     Batching::Fixed { .. } => n += staged,
                 }
                 if n > 0 {
+                    conn.write.last_batch.store(n, Ordering::Relaxed);
                     Counters::add(&node.counters.writes, 1);
                     Counters::add(&node.counters.messages_out, n);
                     peer.queue.signal_space();
