@@ -14,8 +14,8 @@
 //!   with no timer, then encodes whatever else is queued (up to a count and a byte cap)
 //!   into one buffer and writes it at once: [`Batching::Adaptive`]. Batches are one message
 //!   when traffic is light and grow with the load. A message that finds the writer asleep
-//!   and the connection quiet is written by its sender's thread at once
-//!   ([`NodeConfig::direct_write`]), which halves a sparse round trip.
+//!   and the connection quiet after a batch of one (sparse traffic) is written by its
+//!   sender's thread at once ([`NodeConfig::direct_write`]), which halves a sparse round trip.
 //! - Heartbeats and a [phi-accrual](phi) failure detector declare silent peers down;
 //!   [`NodeUp`] / [`NodeDown`] are published to [`Node::events_mbox`]; a peer this node
 //!   dialled is dialled again with backoff. Messages queued for a peer that goes down, sent

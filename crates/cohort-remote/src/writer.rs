@@ -167,8 +167,9 @@ fn try_flush(conn: &ConnState, st: &mut WriteState, node: &NodeShared) -> Result
     Ok(true)
 }
 
-/// A sender's attempt to write what is queued itself, when the writer task sleeps and the
-/// connection has been quiet for [`NodeConfig::direct_write`](crate::NodeConfig::direct_write).
+/// A sender's attempt to write what is queued itself, when the writer task sleeps, the
+/// connection has been quiet for [`NodeConfig::direct_write`](crate::NodeConfig::direct_write)
+/// and the last batch carried one message.
 /// Returns false when it did not (the caller then wakes the writer).
 pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
     let Batching::Adaptive {
