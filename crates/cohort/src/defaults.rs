@@ -20,6 +20,12 @@ pub const WORKER_SPIN: Duration = Duration::from_micros(50);
 /// while keeping the check (one load) off the per-message path.
 pub const LOCAL_BATCH: usize = 64;
 
+/// From how many queues on a multi-consumer mailbox's subscribers of one type a send goes
+/// through the type's broadcast log (one entry per send, read by every queue) rather than one
+/// demand per queue (`named/log.rs`). Below it, a push per queue costs less than the log's
+/// lock and markers.
+pub const LOG_MIN_QUEUES: usize = 4;
+
 /// How many remote demands a worker moves to its local half at once.
 pub const REMOTE_BATCH: usize = 256;
 

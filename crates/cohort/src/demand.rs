@@ -4,6 +4,7 @@ use crate::cell::{AgentRef, DeliveryFailure, DynCell};
 use crate::coop::{CoopInner, Step};
 use crate::mbox::MboxId;
 use crate::message::Envelope;
+use crate::named::{Marker, QueueGroup};
 use crate::queue::EventQueue;
 use std::sync::Arc;
 
@@ -23,6 +24,9 @@ pub(crate) enum Control {
         targets: Arc<BroadcastTargets>,
         msg: Envelope,
     },
+    /// The subscribers bound to this queue have entries to handle in a broadcast log (one
+    /// send to subscribers on many queues): see `named/log.rs`.
+    Log(Marker<QueueGroup>),
     /// A lifecycle step (start, finish) for the agents of one cooperation bound to one queue.
     Lifecycle {
         coop: Arc<CoopInner>,
@@ -40,7 +44,7 @@ pub(crate) struct BroadcastTargets {
 
 impl BroadcastTargets {
     /// Hands `msg` to every target, in subscription order.
-    fn run(&self, msg: Envelope) {
+    pub(crate) fn run(&self, msg: Envelope) {
         let mut msg = Some(msg);
         let n = self.cells.len();
         for (i, cell) in self.cells.iter().enumerate() {
@@ -74,6 +78,11 @@ impl Demand {
         Demand::Control(Control::Broadcast { targets, msg })
     }
 
+    /// A broadcast log's marker for the group bound to the queue it is pushed to.
+    pub(crate) fn log(marker: Marker<QueueGroup>) -> Self {
+        Demand::Control(Control::Log(marker))
+    }
+
     /// Executes the demand on the thread that runs `queue`.
     #[inline]
     pub(crate) fn run(self, queue: &EventQueue) {
@@ -83,6 +92,15 @@ impl Demand {
                 coop.run_step(group, step, queue)
             }
             Demand::Control(Control::Broadcast { targets, msg }) => targets.run(msg),
+            Demand::Control(Control::Log(marker)) => {
+                debug_assert!(std::ptr::eq(&*marker.group().queue, queue));
+                // SAFETY: the marker came out of `queue`, which this thread runs (caller).
+                if let Some(rest) = unsafe { marker.step() } {
+                    // SAFETY: as above. Back at the front: the group's next entry comes
+                    // before anything queued behind the marker.
+                    unsafe { queue.unpop_local(Demand::log(rest)) }
+                }
+            }
         }
     }
 
@@ -115,6 +133,7 @@ impl Demand {
                         .dead_letter_named(msg.type_name(), DeliveryFailure::ReceiverGone);
                 }
             }
+            Demand::Control(Control::Log(marker)) => marker.reject(),
             Demand::Control(Control::Lifecycle { coop, .. }) => {
                 tracing::error!(
                     coop = coop.id().0,

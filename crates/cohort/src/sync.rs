@@ -3,14 +3,16 @@
 #[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(loom)]
 pub(crate) use loom::thread::{Thread, current as current_thread, park};
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering, fence};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
 #[cfg(not(loom))]
 pub(crate) use std::thread::{Thread, current as current_thread, park};
 

@@ -14,64 +14,26 @@ mod common;
 
 use cohort::dispatcher::Fifo;
 use cohort::{Agent, Binder, Context, DefineError, Mbox};
+use common::order::{Report, Seq, SeqCheck, check_reports};
 use common::{DeadLetters, PoolKind, TIMEOUT, pool_binder, watchdog};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Barrier, Mutex};
 
-/// Message `n` of sender `sender`.
-#[derive(Debug, Clone, Copy)]
-struct Seq {
-    sender: u32,
-    n: u32,
-}
-
-/// What a receiver saw, reported from `finish`.
-#[derive(Debug)]
-struct Report {
-    index: usize,
-    total: usize,
-    next: Vec<u32>,
-    errors: Vec<String>,
-}
-
-/// Checks per-sender order; reports once `expected` messages have arrived, and from `finish`.
+/// Checks per-sender order; reports once every message has arrived, and from `finish`.
 struct Checker {
-    index: usize,
-    next: Vec<u32>,
-    total: usize,
-    expected: usize,
-    errors: Vec<String>,
-    reached: Sender<usize>,
+    check: SeqCheck,
     finished: Sender<Report>,
 }
 
 impl Agent for Checker {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, m: &Seq, _: &mut Context<'_, Self>| {
-            let s = m.sender as usize;
-            if m.n != me.next[s] && me.errors.len() < 10 {
-                me.errors.push(format!(
-                    "sender {s}: expected #{} got #{} (after {} messages in all)",
-                    me.next[s], m.n, me.total
-                ));
-            }
-            me.next[s] = m.n + 1;
-            me.total += 1;
-            if me.total == me.expected {
-                let _ = me.reached.send(me.index);
-            }
-        })?;
+        ctx.on(|me: &mut Self, m: &Seq, _: &mut Context<'_, Self>| me.check.on(m))?;
         Ok(())
     }
 
     fn finish(&mut self, _: &mut Context<'_, Self>) {
-        let _ = self.finished.send(Report {
-            index: self.index,
-            total: self.total,
-            next: self.next.clone(),
-            errors: std::mem::take(&mut self.errors),
-        });
+        let _ = self.finished.send(self.check.report());
     }
 }
 
@@ -132,12 +94,7 @@ fn fifo_per_pair(kind: PoolKind, name: &str) {
     let receivers: Vec<Mbox> = (0..RECEIVERS)
         .map(|index| {
             coop.add(Checker {
-                index,
-                next: vec![0; senders],
-                total: 0,
-                expected,
-                errors: Vec::new(),
-                reached: reached_tx.clone(),
+                check: SeqCheck::new(index, senders, expected, reached_tx.clone()),
                 finished: finished_tx.clone(),
             })
             .mbox()
@@ -185,23 +142,8 @@ fn fifo_per_pair(kind: PoolKind, name: &str) {
     );
     env.stop_and_wait();
 
-    let mut reports = common::recv_n(&finished_rx, RECEIVERS, "every finish");
-    reports.sort_by_key(|r| r.index);
-    for r in reports {
-        assert_eq!(
-            r.errors,
-            Vec::<String>::new(),
-            "{kind:?}, receiver {}",
-            r.index
-        );
-        assert_eq!(r.total, expected, "{kind:?}, receiver {}", r.index);
-        assert_eq!(
-            r.next,
-            vec![per_sender; senders],
-            "{kind:?}, receiver {}",
-            r.index
-        );
-    }
+    let reports = common::recv_n(&finished_rx, RECEIVERS, "every finish");
+    check_reports(reports, senders, per_sender, &format!("{kind:?}"));
     assert_eq!(dead.all(), vec![], "{kind:?}: no dead letter");
 }
 

@@ -32,10 +32,16 @@ use crate::trace::{self, TraceStep};
 use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockWriteGuard, Weak};
+use std::sync::{Arc, OnceLock, RwLock, RwLockWriteGuard, Weak};
 
 mod cache;
+mod log;
+mod queue_group;
 pub(crate) use cache::release as release_thread_tables;
+pub(crate) use log::Marker;
+pub(crate) use queue_group::QueueGroup;
+
+use log::BroadcastLog;
 
 /// The subscribers of a mailbox by message type: a vector sorted by type, searched by
 /// bisection. A mailbox carries a handful of types, where this beats hashing (a hash map
@@ -112,6 +118,12 @@ struct TypeSubscribers {
     /// The one subscriber, when there is exactly one and it is plain (the common case of a
     /// named mailbox used as a well-known address): the send delivers to it directly.
     sole: Option<Arc<DynCell>>,
+    /// The type's name (for dead letters counted without a message at hand).
+    type_name: &'static str,
+    /// The broadcast log over `groups`, when they are at least
+    /// [`LOG_MIN_QUEUES`](crate::defaults::LOG_MIN_QUEUES): built by the first send after a
+    /// change (a change makes a new one), so that subscribing many agents costs no log each.
+    log: OnceLock<Arc<BroadcastLog<QueueGroup>>>,
 }
 
 /// A delivery filter: whether a message goes to one subscriber.
@@ -122,6 +134,16 @@ pub(crate) type Filter = Arc<dyn Fn(&Envelope) -> bool + Send + Sync>;
 struct Single {
     cell: Arc<DynCell>,
     filter: Option<Filter>,
+}
+
+/// Whether the current thread runs one of `groups`' queues.
+#[inline]
+fn runs_one_of(groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)]) -> bool {
+    let running = crate::queue::running_queue();
+    !running.is_null()
+        && groups
+            .iter()
+            .any(|(q, _)| std::ptr::addr_eq(Arc::as_ptr(q), running))
 }
 
 fn is_cell(c: &Arc<DynCell>, cell: *const DynCell) -> bool {
@@ -164,8 +186,26 @@ impl TypeSubscribers {
         self.groups.is_empty() && self.singles.is_empty()
     }
 
-    /// Recomputes [`TypeSubscribers::sole`] after a change.
+    /// The broadcast log over the groups, if they are many enough.
+    #[inline]
+    fn log(&self) -> Option<&Arc<BroadcastLog<QueueGroup>>> {
+        if self.groups.len() < crate::defaults::LOG_MIN_QUEUES {
+            return None;
+        }
+        Some(self.log.get_or_init(|| {
+            Arc::new(BroadcastLog::new(self.groups.iter().map(|(q, t)| {
+                QueueGroup {
+                    queue: q.clone(),
+                    targets: t.clone(),
+                    type_name: self.type_name,
+                }
+            })))
+        }))
+    }
+
+    /// Recomputes [`TypeSubscribers::sole`] (and forgets the log) after a change.
     fn refresh_sole(&mut self) {
+        self.log = OnceLock::new();
         self.sole = match &self.groups[..] {
             [(_, t)] if self.singles.is_empty() && t.cells.len() == 1 => Some(t.cells[0].clone()),
             _ => None,
@@ -265,6 +305,7 @@ impl NamedMbox {
         let mut edit = self.edit();
         let subs = edit.table();
         let t = subs.entry_or_default(key);
+        t.type_name = message_type;
         if self.single_consumer {
             if !t.is_empty() {
                 return Err(SubscribeError::UniqueSubscriberTaken {
@@ -404,12 +445,12 @@ impl NamedMbox {
             msg = msg.into_shareable();
         }
         if t.singles.is_empty() {
-            self.broadcast(&t.groups, msg);
+            self.broadcast(t, msg);
             return Rest::Done;
         }
         if !t.groups.is_empty() {
             match msg.duplicate() {
-                Some(copy) => self.broadcast(&t.groups, copy),
+                Some(copy) => self.broadcast(t, copy),
                 None => return Rest::NotShareable(msg),
             }
         }
@@ -429,8 +470,29 @@ impl NamedMbox {
         }
     }
 
+    /// Delivers to the plain subscribers of a type: through its broadcast log when it has
+    /// one and the sender runs none of its queues (a queue's own sends go to its local
+    /// half), else one demand per queue.
     #[inline]
-    fn broadcast(&self, groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)], msg: Envelope) {
+    fn broadcast(&self, t: &TypeSubscribers, msg: Envelope) {
+        if let Some(log) = t.log()
+            && !trace::on()
+            && !runs_one_of(&t.groups)
+        {
+            let id = Arc::as_ptr(log) as usize;
+            log.append(msg, !crate::queue::last_log::is(id));
+            crate::queue::last_log::set(id);
+            return;
+        }
+        self.broadcast_per_queue(&t.groups, msg)
+    }
+
+    #[inline]
+    fn broadcast_per_queue(
+        &self,
+        groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)],
+        msg: Envelope,
+    ) {
         let mut envelope = Some(msg);
         let n = groups.len();
         for (i, (queue, targets)) in groups.iter().enumerate() {

@@ -35,6 +35,49 @@ loom::thread_local! {
     static RUNNING: Cell<*const ()> = Cell::new(ptr::null());
 }
 
+#[cfg(not(loom))]
+thread_local! {
+    /// The broadcast log this thread appended to last, if it pushed nothing since (and
+    /// started or ended no turn on a queue since): see [`last_log`].
+    static LAST_LOG: Cell<usize> = const { Cell::new(0) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static LAST_LOG: Cell<usize> = Cell::new(0);
+}
+
+/// Whether the current sender's previous push of any kind was an append to a given
+/// broadcast log (`named/log.rs`): such an append keeps its order without a marker of its
+/// own. Every remote push, and every start and end of a turn (a new sender on this thread),
+/// forgets it.
+pub(crate) mod last_log {
+    use super::LAST_LOG;
+
+    /// True if the last push of this sender was an append to the log at `log`.
+    #[inline]
+    pub(crate) fn is(log: usize) -> bool {
+        LAST_LOG.with(|l| l.get() == log)
+    }
+
+    /// Records an append to the log at `log` (after its markers were pushed).
+    #[inline]
+    pub(crate) fn set(log: usize) {
+        LAST_LOG.with(|l| l.set(log))
+    }
+
+    /// Forgets the last append.
+    #[inline]
+    pub(crate) fn forget() {
+        LAST_LOG.with(|l| l.set(0))
+    }
+}
+
+/// The queue the current thread runs (its address), or null.
+#[inline]
+pub(crate) fn running_queue() -> *const () {
+    RUNNING.with(|r| r.get())
+}
+
 /// True while the current thread runs some queue (a worker inside a handler or a demand).
 #[inline]
 pub(crate) fn runs_a_queue() -> bool {
@@ -158,6 +201,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
+        last_log::forget();
         if let Notifier::Pool { state, scheduler } = &self.notifier
             && state.load(Ordering::Relaxed) == IDLE
             && state
@@ -481,6 +525,7 @@ impl RunningGuard {
     /// No other thread runs `q` while the guard lives, and `q` outlives the guard.
     pub(crate) unsafe fn enter<T: QueueItem>(q: &EventQueue<T>) -> Self {
         let prev = RUNNING.with(|r| r.replace((q as *const EventQueue<T>).cast::<()>()));
+        last_log::forget();
         Self { prev }
     }
 }
@@ -488,6 +533,7 @@ impl RunningGuard {
 impl Drop for RunningGuard {
     fn drop(&mut self) {
         RUNNING.with(|r| r.set(self.prev));
+        last_log::forget();
     }
 }
 

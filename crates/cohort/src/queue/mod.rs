@@ -3,4 +3,6 @@
 mod event_queue;
 pub(crate) mod wakeup;
 
-pub(crate) use event_queue::{EventQueue, QueueItem, RunningGuard, Schedule, runs_a_queue};
+pub(crate) use event_queue::{
+    EventQueue, QueueItem, RunningGuard, Schedule, last_log, running_queue, runs_a_queue,
+};

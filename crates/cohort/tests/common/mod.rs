@@ -5,6 +5,8 @@
 //! Each test binary uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod order;
+
 use cohort::dispatcher::{Fifo, PoolBindParams};
 use cohort::{
     Agent, Binder, Context, DeadLetter, DefineError, DeliveryFailure, DispatcherHandle,

@@ -1,0 +1,45 @@
+//! [`QueueGroup`]: a broadcast log's group as the runtime has it, the subscribers of one
+//! type bound to one event queue.
+
+use super::log::{LogGroup, Marker};
+use crate::dead_letter::DeliveryFailure;
+use crate::demand::{BroadcastTargets, Demand};
+use crate::message::Envelope;
+use crate::queue::EventQueue;
+use std::sync::Arc;
+
+/// The subscribers of one type on one queue, reached through a [`super::log::BroadcastLog`].
+pub(crate) struct QueueGroup {
+    pub(crate) queue: Arc<EventQueue>,
+    pub(crate) targets: Arc<BroadcastTargets>,
+    pub(crate) type_name: &'static str,
+}
+
+impl LogGroup for QueueGroup {
+    type Entry = Envelope;
+
+    #[inline]
+    fn push_marker(&self, marker: Marker<Self>) {
+        self.queue.push_remote(Demand::log(marker))
+    }
+
+    #[inline]
+    fn handle(&self, entry: &Envelope) {
+        // Only envelopes that can be duplicated go into a log: `duplicate` reads the payload
+        // through `&self` (a shared-payload count or a copy of one word), safe from any thread.
+        match entry.duplicate() {
+            Some(msg) => self.targets.run(msg),
+            None => self.reject(1),
+        }
+    }
+
+    #[cold]
+    fn reject(&self, n: u64) {
+        for cell in self.targets.cells.iter() {
+            for _ in 0..n {
+                cell.header
+                    .dead_letter_named(self.type_name, DeliveryFailure::ReceiverGone);
+            }
+        }
+    }
+}
