@@ -54,6 +54,12 @@ pub const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// worker's own busy queues.
 pub const INJECTOR_INTERVAL: usize = 61;
 
+/// Every how many turns a `thread_pool` worker compares its own FIFO of queues with the
+/// others' (as they published them) and takes the oldest queue of the longest one if it is
+/// longer than its own by more than a quarter plus one: keeps the wait of a busy queue close
+/// to what one shared FIFO would give, at one published length per interval.
+pub const BALANCE_INTERVAL: usize = 16;
+
 /// How long a queue must have waited in a busy `work_stealing` worker's LIFO slot, through
 /// one single turn of that worker, before an idle worker takes it. Twice the cost of waking
 /// a parked thread on the reference VM: ordinary hand-offs keep their affinity, a handler

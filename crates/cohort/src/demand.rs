@@ -83,25 +83,21 @@ impl Demand {
         Demand::Control(Control::Log(marker))
     }
 
-    /// Executes the demand on the thread that runs `queue`.
+    /// Executes the demand on the thread that runs `queue`, counting as up to `budget`
+    /// demands: a broadcast log's marker handles up to that many of its entries (each one
+    /// demand for `max_demands_at_once`), anything else counts as one. Returns how many it
+    /// counted (at least one).
     #[inline]
-    pub(crate) fn run(self, queue: &EventQueue) {
+    pub(crate) fn run(self, queue: &EventQueue, budget: usize) -> usize {
         match self {
             Demand::Message { agent, msg } => agent.handle(msg),
             Demand::Control(Control::Lifecycle { coop, group, step }) => {
                 coop.run_step(group, step, queue)
             }
             Demand::Control(Control::Broadcast { targets, msg }) => targets.run(msg),
-            Demand::Control(Control::Log(marker)) => {
-                debug_assert!(std::ptr::eq(&*marker.group().queue, queue));
-                // SAFETY: the marker came out of `queue`, which this thread runs (caller).
-                if let Some(rest) = unsafe { marker.step() } {
-                    // SAFETY: as above. Back at the front: the group's next entry comes
-                    // before anything queued behind the marker.
-                    unsafe { queue.unpop_local(Demand::log(rest)) }
-                }
-            }
+            Demand::Control(Control::Log(marker)) => return run_marker(marker, queue, budget),
         }
+        1
     }
 
     /// Whether this is a message for a thread-safe handler (`adv_thread_pool`). Called by the
@@ -142,4 +138,20 @@ impl Demand {
             }
         }
     }
+}
+
+/// Runs a broadcast log's marker for up to `budget` entries on the thread that runs `queue`
+/// (the marker's own queue), putting it back at the front if it has more; returns how many
+/// demands that counts as (at least one).
+#[inline(never)]
+fn run_marker(mut marker: Marker<QueueGroup>, queue: &EventQueue, budget: usize) -> usize {
+    debug_assert!(std::ptr::eq(&*marker.group().queue, queue));
+    // SAFETY: the marker came out of `queue`, which this thread runs (callers).
+    let (handled, more) = unsafe { marker.run(budget) };
+    if more {
+        // SAFETY: as above. Back at the front: the group's next entry comes before anything
+        // queued behind the marker.
+        unsafe { queue.unpop_local(Demand::log(marker)) }
+    }
+    handled.max(1)
 }

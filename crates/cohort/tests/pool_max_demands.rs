@@ -234,7 +234,8 @@ fn check(kind: PoolKind, backlog: Backlog, first: char, second: char) {
 }
 
 /// `thread_pool`: the backlog is queued from outside while the worker is blocked; `A` got
-/// its first item first, so it is first in the shared FIFO run queue.
+/// its first item first, so it is first in the shared FIFO (and moved first to the worker's
+/// own FIFO when a turn ends with work left).
 #[test]
 fn thread_pool_turns_of_max_demands_at_once_backlog_from_outside() {
     watchdog(TIMEOUT, || {

@@ -129,8 +129,10 @@ macro_rules! pool_builder_setters {
     };
 }
 
-/// Builds a `thread_pool` dispatcher: N workers taking scheduled queues from one shared FIFO
-/// run queue. Default binding: [`Fifo::Cooperation`], [`defaults::MAX_DEMANDS_AT_ONCE`].
+/// Builds a `thread_pool` dispatcher: N workers taking woken queues from one shared FIFO,
+/// each queue with work left after its turn going to the back of its worker's own FIFO
+/// (behind the queues woken since; workers even out their FIFOs). Default binding:
+/// [`Fifo::Cooperation`], [`defaults::MAX_DEMANDS_AT_ONCE`].
 ///
 /// ```
 /// use cohort::dispatcher::{Fifo, PoolBindParams};
@@ -214,8 +216,8 @@ impl WorkStealingBuilder {
     }
 }
 
-/// Builds an `adv_thread_pool` dispatcher: a `thread_pool` (one shared FIFO run queue, same
-/// binding parameters) on which the handlers an agent subscribed with
+/// Builds an `adv_thread_pool` dispatcher: a `thread_pool` (one shared FIFO run queue for
+/// every scheduled queue, same binding parameters) on which the handlers an agent subscribed with
 /// [`Context::on_thread_safe`](crate::Context::on_thread_safe) may run in parallel on several
 /// workers. Its other handlers (and `start`, `finish`) stay exclusive: one runs only when no
 /// other handler of its queue runs, thread-safe or not. Demands still start in FIFO order per

@@ -38,7 +38,9 @@ pub(crate) fn spawn(
 
 /// Runs `queue` on this thread until it is closed and empty.
 pub(crate) fn run(queue: &EventQueue, spin: Duration, probe: &WorkerProbe) {
-    run_with(queue, spin, Some(probe), |d| d.run(queue))
+    run_with(queue, spin, Some(probe), |d| {
+        d.run(queue, 1);
+    })
 }
 
 /// The worker loop over any queue item, executing each with `execute`.

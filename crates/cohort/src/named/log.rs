@@ -235,40 +235,58 @@ impl<G: LogGroup> Marker<G> {
     /// puts it back at the front of the queue).
     ///
     /// # Safety
-    /// Called on the thread that runs the group's queue, for a marker that came out of it.
+    /// As for [`Marker::run`].
+    #[cfg(test)]
     pub(crate) unsafe fn step(mut self) -> Option<Self> {
+        // SAFETY: as the caller guarantees.
+        let (_, more) = unsafe { self.run(1) };
+        more.then_some(self)
+    }
+
+    /// Handles up to `budget` (at least one) of the group's entries, one after the other;
+    /// returns how many it handled and whether the marker must run again (the caller puts
+    /// it back at the front of the queue).
+    ///
+    /// # Safety
+    /// Called on the thread that runs the group's queue, for a marker that came out of it.
+    pub(crate) unsafe fn run(&mut self, budget: usize) -> (usize, bool) {
         let g = &self.log.groups[self.group as usize];
         if !self.started {
             self.started = true;
             g.pending.store(false, Ordering::SeqCst);
         }
         let len = self.log.len.load(Ordering::SeqCst);
-        let c = g.cursor.load(Ordering::Relaxed);
-        if c >= len {
-            return None;
+        let mut c = g.cursor.load(Ordering::Relaxed);
+        let mut handled = 0;
+        while c < len && handled < budget.max(1) {
+            // SAFETY: this thread runs the group's queue (caller): the only one to touch it,
+            // and no reference to it outlives this iteration.
+            let segment = unsafe { &mut *g.segment.get() };
+            if c == segment.base + SEGMENT as u64 {
+                // Linked before any entry in it was published (`len` above is past it).
+                let Some(next) = segment.next() else {
+                    debug_assert!(false, "log segment not linked");
+                    return (handled, false);
+                };
+                *segment = next;
+            }
+            let slot = &segment.slots[(c - segment.base) as usize];
+            // SAFETY: `c < len`, published after the slot was written (acquire above).
+            if unsafe { *slot.forced.get() } && c > self.start {
+                // A later marker, behind its sender's earlier pushes, handles it.
+                return (handled, false);
+            }
+            // SAFETY: as above: the slot is written.
+            let entry: *const G::Entry = unsafe { (*slot.entry.get()).assume_init_ref() };
+            // The handler may run for long: the cursor is past this entry before it starts.
+            c += 1;
+            g.cursor.store(c, Ordering::Relaxed);
+            // SAFETY: the slot stays written until its segment is dropped, and this group
+            // holds the segment until its cursor has left it (only this thread moves it).
+            g.target.handle(unsafe { &*entry });
+            handled += 1;
         }
-        // SAFETY: this thread runs the group's queue (caller): the only one to touch it.
-        let segment = unsafe { &mut *g.segment.get() };
-        if c == segment.base + SEGMENT as u64 {
-            // Linked before any entry in it was published (`len` above is past it).
-            let Some(next) = segment.next() else {
-                debug_assert!(false, "log segment not linked");
-                return None;
-            };
-            *segment = next;
-        }
-        let slot = &segment.slots[(c - segment.base) as usize];
-        // SAFETY: `c < len`, which was published after the slot was written (acquire above).
-        if unsafe { *slot.forced.get() } && c > self.start {
-            // A later marker, behind its sender's earlier pushes, handles it.
-            return None;
-        }
-        // SAFETY: as above; the slot stays written until the segment is dropped, and this
-        // group holds the segment.
-        g.target
-            .handle(unsafe { (*slot.entry.get()).assume_init_ref() });
-        g.cursor.store(c + 1, Ordering::Relaxed);
-        (c + 1 < len).then_some(self)
+        (handled, c < len)
     }
 
     /// The marker will never run: counts what its group had not handled as undeliverable.

@@ -286,7 +286,7 @@ pub fn wait_until(cond: impl Fn() -> bool) {
 /// The two pool dispatchers, for tests that run on each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolKind {
-    /// `thread_pool`: one shared FIFO run queue.
+    /// `thread_pool`: a shared FIFO for woken queues, a FIFO per worker for busy ones.
     ThreadPool,
     /// `work_stealing`: per-worker deques, a LIFO slot, stealing.
     WorkStealing,
