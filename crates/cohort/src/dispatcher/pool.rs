@@ -185,6 +185,18 @@ struct WorkerCtx {
     prio_cursor: Cell<(usize, usize)>,
 }
 
+/// Retries a steal until it either takes something or finds nothing.
+#[inline]
+fn settle<T>(mut steal: impl FnMut() -> Steal<T>) -> Option<T> {
+    loop {
+        match steal() {
+            Steal::Success(v) => return Some(v),
+            Steal::Retry => continue,
+            Steal::Empty => return None,
+        }
+    }
+}
+
 thread_local! {
     static CURRENT_WORKER: Cell<*const WorkerCtx> = const { Cell::new(std::ptr::null()) };
 }
@@ -343,12 +355,8 @@ impl Pool {
     /// `adv_thread_pool`: runs one waiting thread-safe demand, if any; the last one of its
     /// queue to finish schedules the queue when an exclusive demand waits there.
     fn run_job(&self) -> bool {
-        let job = loop {
-            match self.jobs.steal() {
-                Steal::Success(j) => break j,
-                Steal::Retry => continue,
-                Steal::Empty => return false,
-            }
+        let Some(job) = settle(|| self.jobs.steal()) else {
+            return false;
         };
         job.demand.run_shared();
         if job.queue.shared_finished() {
@@ -399,25 +407,9 @@ impl Pool {
         if let Some(q) = ctx.local.pop().or_else(|| slot.take()) {
             return Some(q);
         }
-        loop {
-            match self.injector.steal_batch_and_pop(&ctx.local) {
-                Steal::Success(q) => return Some(q),
-                Steal::Retry => continue,
-                Steal::Empty => break,
-            }
-        }
-        let n = self.stealers.len();
-        for k in 1..n {
-            let s = &self.stealers[(ctx.index + k) % n];
-            loop {
-                match s.steal() {
-                    Steal::Success(q) => return Some(q),
-                    Steal::Retry => continue,
-                    Steal::Empty => break,
-                }
-            }
-        }
-        self.steal_stranded_slot(ctx)
+        settle(|| self.injector.steal_batch_and_pop(&ctx.local))
+            .or_else(|| self.steal_oldest(ctx))
+            .or_else(|| self.steal_stranded_slot(ctx))
     }
 
     /// `thread_pool` (and `adv_thread_pool`): the queue this worker handed itself (its slot),
@@ -491,13 +483,7 @@ impl Pool {
     }
 
     fn steal_one(s: &Stealer<QueueRef>) -> Option<QueueRef> {
-        loop {
-            match s.steal() {
-                Steal::Success(q) => return Some(q),
-                Steal::Retry => continue,
-                Steal::Empty => return None,
-            }
-        }
+        settle(|| s.steal())
     }
 
     /// Takes a queue that has waited in another worker's LIFO slot through one turn of its
@@ -529,13 +515,7 @@ impl Pool {
     }
 
     fn steal_from(i: &Injector<QueueRef>) -> Option<QueueRef> {
-        loop {
-            match i.steal() {
-                Steal::Success(q) => return Some(q),
-                Steal::Retry => continue,
-                Steal::Empty => return None,
-            }
-        }
+        settle(|| i.steal())
     }
 
     /// Priority policy: strict takes the highest priority with work (its queues run one
