@@ -214,8 +214,11 @@ impl<T: QueueItem> EventQueue<T> {
             // remote half before (FIFO per sender), and save the remote push and pop.
             // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only user.
             let local = unsafe { &mut *self.local.get() };
-            while let Some(earlier) = self.remote.pop() {
-                local.push_back(earlier);
+            // `is_empty` first: an empty `pop` costs a full fence, this check two loads.
+            if self.has_remote() {
+                while let Some(earlier) = self.remote.pop() {
+                    local.push_back(earlier);
+                }
             }
             local.push_back(d);
             scheduler.schedule(self.arc());
@@ -417,6 +420,12 @@ impl<T: QueueItem> EventQueue<T> {
     /// # Safety
     /// The caller runs this queue.
     pub(crate) unsafe fn drain_remote(&self, max: usize) -> usize {
+        // The common case, nothing from other threads: two loads, where an empty `pop`
+        // costs a full fence. A push racing with this check is seen by the turn's end
+        // (`finish_turn`) or the worker's next look, as with an empty `pop`.
+        if !self.has_remote() {
+            return 0;
+        }
         let mut n = 0;
         while n < max {
             let Some(d) = self.remote.pop() else { break };
