@@ -33,13 +33,41 @@
 //!   is in, and a segment (with its entries) is freed when the last group has moved past it.
 //! - **Undeliverable.** A marker that is rejected (its queue is gone) counts every entry the
 //!   group had not handled as a dead letter of each of its agents, and clears the flag so
-//!   that later sends push (and so count) again.
+//!   that later sends push (and so count) again. A rejection found while the appending
+//!   thread holds the log's lock (a marker pushed to a queue that is gone) is reported once
+//!   the lock is released: a dead-letter hook may send to the same mailbox.
 
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, PoisonError};
+
+/// A rejection's report (dead letters), deferred while a log's lock is held.
+type Report = Box<dyn FnOnce()>;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// Rejections counted while this thread holds a log's writer lock, reported once it is
+    /// released: a dead-letter hook may send to the same mailbox, which appends again.
+    static DEFERRED: std::cell::RefCell<Option<Vec<Report>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `report` now, or after the log lock this thread holds is released.
+fn report(report: Report) {
+    #[cfg(not(loom))]
+    let report = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+        Some(later) => {
+            later.push(report);
+            None
+        }
+        None => Some(report),
+    });
+    #[cfg(not(loom))]
+    let Some(report) = report else { return };
+    report()
+}
 
 /// Entries per segment.
 const SEGMENT: usize = if cfg!(loom) { 2 } else { 256 };
@@ -186,6 +214,20 @@ impl<G: LogGroup> BroadcastLog<G> {
     /// Appends `entry` and makes every group handle it. `forced`: the sending thread pushed
     /// something else since its last append to this log (see the module docs).
     pub(crate) fn append(self: &Arc<Self>, entry: G::Entry, forced: bool) {
+        #[cfg(not(loom))]
+        DEFERRED.with(|d| *d.borrow_mut() = Some(Vec::new()));
+        self.append_locked(entry, forced);
+        #[cfg(not(loom))]
+        for report in DEFERRED
+            .with(|d| d.borrow_mut().take())
+            .into_iter()
+            .flatten()
+        {
+            report();
+        }
+    }
+
+    fn append_locked(self: &Arc<Self>, entry: G::Entry, forced: bool) {
         let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         let n = w.len;
         let mut index = (n - w.tail.base) as usize;
@@ -291,11 +333,12 @@ impl<G: LogGroup> Marker<G> {
 
     /// The marker will never run: counts what its group had not handled as undeliverable.
     pub(crate) fn reject(self) {
-        let g = &self.log.groups[self.group as usize];
+        let Marker { log, group, .. } = self;
+        let g = &log.groups[group as usize];
         // As a start (see `step`): a later send pushes another marker, which is rejected in
         // turn, so nothing is left uncounted.
         g.pending.store(false, Ordering::SeqCst);
-        let len = self.log.len.load(Ordering::SeqCst);
+        let len = log.len.load(Ordering::SeqCst);
         let mut c = g.cursor.load(Ordering::Relaxed);
         while c < len {
             match g
@@ -303,8 +346,10 @@ impl<G: LogGroup> Marker<G> {
                 .compare_exchange(c, len, Ordering::AcqRel, Ordering::Relaxed)
             {
                 Ok(_) => {
-                    g.target.reject(len - c);
-                    return;
+                    let log = log.clone();
+                    return report(Box::new(move || {
+                        log.groups[group as usize].target.reject(len - c)
+                    }));
                 }
                 Err(now) => c = now,
             }
@@ -441,6 +486,57 @@ mod tests {
         assert_eq!(g.rejected.load(Ordering::Relaxed), 5);
         groups[0].run();
         assert_eq!(groups[0].handled.lock().unwrap().len(), 6);
+    }
+
+    #[test]
+    fn a_rejection_found_during_an_append_is_reported_after_it_and_may_append_again() {
+        // A group whose queue is gone: its markers are rejected as they are pushed, and the
+        // rejection's report (think of a dead-letter hook) sends to the same log once.
+        #[derive(Clone, Default)]
+        struct Gone(Arc<GoneState>);
+        #[derive(Default)]
+        struct GoneState {
+            log: StdMutex<Option<std::sync::Weak<BroadcastLog<Gone>>>>,
+            rejected: AtomicU64,
+        }
+        impl LogGroup for Gone {
+            type Entry = u64;
+            fn push_marker(&self, marker: Marker<Self>) {
+                marker.reject();
+            }
+            fn handle(&self, _: &u64) {}
+            fn reject(&self, n: u64) {
+                if self.0.rejected.fetch_add(n, Ordering::SeqCst) == 0 {
+                    let log = self
+                        .0
+                        .log
+                        .lock()
+                        .unwrap()
+                        .as_ref()
+                        .and_then(|l| l.upgrade());
+                    if let Some(log) = log {
+                        log.append(99, false);
+                    }
+                }
+            }
+        }
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let group = Gone::default();
+        let state = group.0.clone();
+        std::thread::spawn(move || {
+            let log = Arc::new(BroadcastLog::new([group.clone()]));
+            *group.0.log.lock().unwrap() = Some(Arc::downgrade(&log));
+            log.append(1, false);
+            let _ = done_tx.send(());
+        });
+        done_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the append deadlocked on its own lock");
+        assert_eq!(
+            state.rejected.load(Ordering::SeqCst),
+            2,
+            "both entries counted"
+        );
     }
 
     #[test]

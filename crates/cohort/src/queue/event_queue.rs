@@ -81,7 +81,7 @@ pub(crate) fn running_queue() -> *const () {
 /// True while the current thread runs some queue (a worker inside a handler or a demand).
 #[inline]
 pub(crate) fn runs_a_queue() -> bool {
-    RUNNING.with(|r| !r.get().is_null())
+    !running_queue().is_null()
 }
 
 /// What a queue holds: demands (the loom model uses plain values).
