@@ -55,9 +55,9 @@ pub const STATS_PERIOD: Duration = Duration::from_secs(1);
 pub const INJECTOR_INTERVAL: usize = 61;
 
 /// Every how many turns a `thread_pool` worker compares its own FIFO of queues with the
-/// others' (as they published them) and takes the oldest queue of the longest one if it is
-/// longer than its own by more than a quarter plus one: keeps the wait of a busy queue close
-/// to what one shared FIFO would give, at one published length per interval.
+/// others' (as they published them) and, if the longest is longer than its own by more than
+/// a quarter plus one, takes half the difference, the oldest first: keeps the wait of a busy
+/// queue close to what one shared FIFO would give, at one published length per interval.
 pub const BALANCE_INTERVAL: usize = 16;
 
 /// How long a queue must have waited in a busy `work_stealing` worker's LIFO slot, through

@@ -13,7 +13,7 @@
 //!   first), so busy queues take turns in the order one shared FIFO would give them, without
 //!   crossing to the other core at every turn (fan-out 100 x 100 k, `max_demands_at_once` 4:
 //!   12 M to 52 M deliveries/s on 2 vCPUs). Every [`defaults::BALANCE_INTERVAL`] turns a worker
-//!   publishes its FIFO's length and takes the oldest queue of a longer one; an idle worker
+//!   publishes its FIFO's length and takes the oldest queues of a longer one; an idle worker
 //!   steals the oldest queue of another. No lock that every send and every worker contend on:
 //!   the seed's list-of-non-empty-queues lock is exactly what collapses SObjectizer's
 //!   individual fifo at `max_demands_at_once` = 4.
@@ -414,7 +414,7 @@ impl Pool {
 
     /// `thread_pool` (and `adv_thread_pool`): the queue this worker handed itself (its slot),
     /// unless it took the slot [`defaults::LIFO_STREAK`] times in a row; then (`thread_pool`)
-    /// every [`defaults::BALANCE_INTERVAL`] turns a longer FIFO's oldest queue, else its own
+    /// every [`defaults::BALANCE_INTERVAL`] turns a longer FIFO's oldest queues, else its own
     /// FIFO; then the shared FIFO; then another worker's oldest; then a queue stranded in a
     /// blocked worker's slot.
     fn next_fifo(&self, ctx: &WorkerCtx, lifo_streak: &mut usize) -> Option<QueueRef> {
@@ -446,9 +446,10 @@ impl Pool {
             .or_else(|| self.steal_stranded_slot(ctx))
     }
 
-    /// `thread_pool`: publishes this worker's FIFO length, and takes the oldest queue of the
-    /// longest other FIFO if that one is longer than this worker's by more than a quarter
-    /// (plus one): a busy queue then waits about as many turns as behind one shared FIFO.
+    /// `thread_pool`: publishes this worker's FIFO length, and takes the oldest queues of the
+    /// longest other FIFO (half the difference) if that one is longer than this worker's by
+    /// more than a quarter (plus one): a busy queue then waits about as many turns as behind
+    /// one shared FIFO.
     fn steal_to_balance(&self, ctx: &WorkerCtx) -> Option<QueueRef> {
         let mine = ctx.local.len();
         self.fifo_lens[ctx.index].store(mine, Ordering::Relaxed);
@@ -462,7 +463,11 @@ impl Pool {
         if longest <= mine + 1 + mine / 4 {
             return None;
         }
-        Self::steal_one(&self.stealers[j])
+        // Half the difference, the oldest first: a worker that took every woken queue of a
+        // burst evens out in one check, and no further (taking more would only move the
+        // imbalance to the other side).
+        let limit = ((longest - mine) / 2).max(1);
+        settle(|| self.stealers[j].steal_batch_with_limit_and_pop(&ctx.local, limit))
     }
 
     /// `thread_pool`: moves the queues woken since (waiting in the shared FIFO) to the back of
