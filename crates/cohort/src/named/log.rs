@@ -20,13 +20,14 @@
 //!   the length (a Dekker pair with the sender's publish-then-check, both sequentially
 //!   consistent): either the marker sees the entry, or the sender sees the flag clear and
 //!   pushes another marker. A marker then handles the group's entries from its cursor on,
-//!   one entry per run (each counts as one demand for `max_demands_at_once`), putting itself
-//!   back at the front of its queue until it has caught up with the length it read.
+//!   as many per run as the worker's turn has left (each entry counts as one demand for
+//!   `max_demands_at_once`), putting itself back at the front of its queue until it has
+//!   caught up with the length it read.
 //! - **Order per sender.** An entry is handled where some marker stands in the group's
 //!   queue, which may be before something its sender pushed to that queue earlier. So a send
 //!   is *forced* (a marker pushed to every group, whatever their flags) unless the sending
 //!   thread's previous push of any kind was an append to this same log
-//!   ([`LastLog`](crate::queue::last_log)); a marker stops before a forced entry that is not
+//!   ([`last_log`](crate::queue::last_log)); a marker stops before a forced entry that is not
 //!   its own, which its own marker, behind the sender's earlier pushes, handles. Markers are
 //!   pushed under the log's lock, so a group sees them in append order.
 //! - **Memory.** Entries live in a chain of segments; a group holds the segment its cursor
@@ -214,16 +215,18 @@ impl<G: LogGroup> BroadcastLog<G> {
     /// Appends `entry` and makes every group handle it. `forced`: the sending thread pushed
     /// something else since its last append to this log (see the module docs).
     pub(crate) fn append(self: &Arc<Self>, entry: G::Entry, forced: bool) {
+        // An append may run inside another one (a dead-letter hook reached from a marker
+        // push): its reports then wait for the outer lock too.
         #[cfg(not(loom))]
-        DEFERRED.with(|d| *d.borrow_mut() = Some(Vec::new()));
+        let outer = DEFERRED.with(|d| d.borrow_mut().replace(Vec::new()));
         self.append_locked(entry, forced);
         #[cfg(not(loom))]
-        for report in DEFERRED
-            .with(|d| d.borrow_mut().take())
+        for r in DEFERRED
+            .with(|d| std::mem::replace(&mut *d.borrow_mut(), outer))
             .into_iter()
             .flatten()
         {
-            report();
+            report(r);
         }
     }
 
