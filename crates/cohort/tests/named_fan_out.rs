@@ -188,6 +188,19 @@ struct Counter {
     finished: Sender<usize>,
 }
 
+impl Counter {
+    /// Adds `SUBSCRIBERS` counters of `mbox` to `coop`, reporting to `finished`.
+    fn add_all(coop: &mut cohort::Coop, mbox: &Mbox, finished: &Sender<usize>) {
+        for _ in 0..SUBSCRIBERS {
+            coop.add(Counter {
+                mbox: mbox.clone(),
+                handled: 0,
+                finished: finished.clone(),
+            });
+        }
+    }
+}
+
 impl Agent for Counter {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         let mbox = self.mbox.clone();
@@ -227,13 +240,7 @@ fn subscribers_deregistered_with_a_backlog_handle_or_count_every_message() {
             let (finished_tx, finished_rx) = mpsc::channel();
             let mut coop = env.new_coop();
             coop.set_binder(binder);
-            for _ in 0..SUBSCRIBERS {
-                coop.add(Counter {
-                    mbox: mbox.clone(),
-                    handled: 0,
-                    finished: finished_tx.clone(),
-                });
-            }
+            Counter::add_all(&mut coop, &mbox, &finished_tx);
             let handle = env.register_coop(coop).unwrap();
             for n in 0..sent as u32 {
                 mbox.send(Seq { sender: 0, n });
@@ -311,13 +318,7 @@ fn a_subscriber_that_joins_mid_stream_gets_exactly_the_later_sends() {
         let (counts_tx, counts_rx) = mpsc::channel();
         let mut coop = env.new_coop();
         coop.set_binder(binder);
-        for _ in 0..SUBSCRIBERS {
-            coop.add(Counter {
-                mbox: mbox.clone(),
-                handled: 0,
-                finished: counts_tx.clone(),
-            });
-        }
+        Counter::add_all(&mut coop, &mbox, &counts_tx);
         let joiner = coop
             .add(Joiner {
                 mbox: mbox.clone(),

@@ -475,9 +475,11 @@ impl NamedMbox {
     /// half), else one demand per queue.
     #[inline]
     fn broadcast(&self, t: &TypeSubscribers, msg: Envelope) {
-        if let Some(log) = t.log()
+        // The log only when it would be used: built on first use, after the cheap checks.
+        if t.groups.len() >= crate::defaults::LOG_MIN_QUEUES
             && !trace::on()
             && !runs_one_of(&t.groups)
+            && let Some(log) = t.log()
         {
             let id = Arc::as_ptr(log) as usize;
             log.append(msg, !crate::queue::last_log::is(id));
