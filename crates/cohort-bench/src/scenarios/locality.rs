@@ -25,8 +25,10 @@ pub const AGENTS: [usize; 3] = [24, 240, 8_000];
 pub const ACCESSES: [usize; 2] = [20, 100];
 /// The seed's state sizes, bytes.
 pub const STATE_BYTES: [usize; 7] = [64, 256, 2_000, 4_000, 32_000, 320_000, 3_200_000];
-/// Messages per cell by default ("several million" in the seed; fewer here: 2 vCPUs).
-pub const MESSAGES: usize = 200_000;
+/// Messages per cell by default ("several million" in the seed; fewer here: 2 vCPUs). At
+/// 200,000 a cell took 20-50 ms and moved by 10-20 % from run to run; at 1,000,000 it takes
+/// 0.1-1 s (the whole grid, three assignments, three runs: about 2 minutes on 2 vCPUs).
+pub const MESSAGES: usize = 1_000_000;
 /// Cells whose agents' states add up to more than this are skipped (8,000 x 3.2 MB would be
 /// 25.6 GB).
 pub const MAX_TOTAL_STATE: usize = 1 << 30;
