@@ -54,9 +54,13 @@ pub struct LocalityArgs {
 
 /// Runs the locality grid: per cell, the assignments interleaved run by run (so load on the
 /// machine hits them alike); one record per (cell, assignment, metric). Cells over the memory
-/// budget are left out (said on stderr).
+/// budget are left out (said on stderr). With `work_stealing` and another assignment, also
+/// the comparison, measured run by run: per cell `ws_over_best` (work_stealing's rate
+/// over the better of the others' in the same run), and for the whole grid the cells where
+/// its median is at least [`WITHIN`] and each assignment's geometric mean.
 pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let mut out = Vec::new();
+    let mut grid = GridSummary::default();
     for &agents in &a.agents {
         for &accesses in &a.accesses {
             for &state_bytes in &a.state_bytes {
@@ -90,6 +94,28 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                             }
                         }
                     }
+                }
+                let cell_p = params(json!({
+                    "workers": a.workers,
+                    "agents": agents,
+                    "accesses": accesses,
+                    "state_bytes": state_bytes,
+                    "messages": a.messages,
+                    "assignment": "work_stealing",
+                }));
+                let cell_name = format!(
+                    "{} workers, {agents} agents, {accesses} accesses, {state_bytes} B, work_stealing",
+                    a.workers
+                );
+                if let Some(r) = grid.add_cell(&a.assignment, &samples, a.messages) {
+                    out.push(Record::from_samples(
+                        "locality",
+                        &cell_name,
+                        &cell_p,
+                        "ws_over_best",
+                        &r,
+                        machine,
+                    ));
                 }
                 for (&assignment, s) in a.assignment.iter().zip(samples) {
                     let variant = format!(
@@ -132,7 +158,114 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
             }
         }
     }
+    out.extend(grid.records(&a.assignment, a.workers, machine));
     out
+}
+
+/// A ratio to three decimals (the noise is in the second).
+fn round3(x: f64) -> f64 {
+    (x * 1e3).round() / 1e3
+}
+
+/// `ws_over_best` at or above this counts as "as fast, within noise" (3 %).
+pub const WITHIN: f64 = 0.97;
+
+/// The locality grid's comparison of work_stealing with the better of the others.
+#[derive(Default)]
+struct GridSummary {
+    /// Per cell, the median of work_stealing's per-run ratio to the better of the others.
+    ratios: Vec<f64>,
+    /// Per assignment (in the grid's order), the log of each cell's median rate.
+    log_rates: Vec<Vec<f64>>,
+}
+
+impl GridSummary {
+    /// Takes one cell's elapsed times (ms, per assignment, per run); returns work_stealing's
+    /// ratio to the better of the others, run by run, if the cell has both and no failure.
+    fn add_cell(
+        &mut self,
+        assignments: &[locality::Assignment],
+        samples: &[Result<Vec<f64>, String>],
+        messages: usize,
+    ) -> Option<Vec<f64>> {
+        let ok: Vec<&Vec<f64>> = samples
+            .iter()
+            .map(|s| s.as_ref().ok())
+            .collect::<Option<_>>()?;
+        self.log_rates.resize(assignments.len(), Vec::new());
+        for (k, ms) in ok.iter().enumerate() {
+            let median = crate::report::median_min_max(ms).0;
+            self.log_rates[k].push((messages as f64 / (median / 1e3)).ln());
+        }
+        let ws = assignments
+            .iter()
+            .position(|&x| x == locality::Assignment::WorkStealing)?;
+        if assignments.len() < 2 {
+            return None;
+        }
+        let runs = ok[ws].len();
+        // Rates are messages / elapsed: a ratio of rates is the inverse ratio of times.
+        let ratios: Vec<f64> = (0..runs)
+            .map(|r| {
+                let best_other = ok
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| *k != ws)
+                    .map(|(_, ms)| ms[r])
+                    .fold(f64::INFINITY, f64::min);
+                round3(best_other / ok[ws][r])
+            })
+            .collect();
+        self.ratios.push(crate::report::median_min_max(&ratios).0);
+        Some(ratios)
+    }
+
+    /// The grid's records: cells, cells within [`WITHIN`], the worst cell's ratio, and each
+    /// assignment's geometric mean rate over the cells.
+    fn records(
+        &self,
+        assignments: &[locality::Assignment],
+        workers: usize,
+        machine: &Machine,
+    ) -> Vec<Record> {
+        let mut out = Vec::new();
+        let p = params(json!({ "workers": workers }));
+        let variant = format!("{workers} workers, all cells, work_stealing vs the better other");
+        if !self.ratios.is_empty() {
+            let within = self.ratios.iter().filter(|&&r| r >= WITHIN).count();
+            let worst = self.ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let worst = round3(worst);
+            for (metric, v) in [
+                ("cells", self.ratios.len() as f64),
+                ("cells_ws_within_3_percent", within as f64),
+                ("worst_ws_over_best", worst),
+            ] {
+                out.push(Record::from_samples(
+                    "locality",
+                    &variant,
+                    &p,
+                    metric,
+                    &[v],
+                    machine,
+                ));
+            }
+        }
+        for (assignment, logs) in assignments.iter().zip(&self.log_rates) {
+            if logs.is_empty() {
+                continue;
+            }
+            let geomean = (logs.iter().sum::<f64>() / logs.len() as f64).exp();
+            out.push(Record::from_samples(
+                "locality",
+                &format!("{workers} workers, all cells, {}", assignment.label()),
+                &p,
+                "geomean_messages_per_s",
+                &[geomean],
+                machine,
+            ));
+        }
+        out
+    }
 }
 
 /// The locality grid at the seed's size (`full`), or a cheap corner of it (`quick`: 24
@@ -153,4 +286,63 @@ pub fn locality_plan(quick: bool) -> LocalityArgs {
         a.messages = 20_000;
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locality::Assignment::{Dedicated, ThreadPool, WorkStealing};
+
+    #[test]
+    fn grid_summary_compares_run_by_run_with_the_better_other() {
+        let order = [WorkStealing, ThreadPool, Dedicated];
+        let mut g = GridSummary::default();
+        // Elapsed ms per run: ws 10 and 20; the better other 8 (thread_pool) then 18
+        // (dedicated): ws at 0.8 and 0.9 of it, median 0.85.
+        let ratios = g
+            .add_cell(
+                &order,
+                &[
+                    Ok(vec![10.0, 20.0]),
+                    Ok(vec![8.0, 30.0]),
+                    Ok(vec![9.0, 18.0]),
+                ],
+                1_000,
+            )
+            .unwrap();
+        assert_eq!(ratios, vec![0.8, 0.9]);
+        // A second cell where work_stealing is as fast as the better other.
+        g.add_cell(
+            &order,
+            &[Ok(vec![5.0]), Ok(vec![5.0]), Ok(vec![6.0])],
+            1_000,
+        )
+        .unwrap();
+        // A failed assignment leaves the cell out.
+        assert!(
+            g.add_cell(
+                &order,
+                &[Ok(vec![5.0]), Err("x".into()), Ok(vec![6.0])],
+                1_000
+            )
+            .is_none()
+        );
+        let machine = Machine::detect();
+        let recs = g.records(&order, 2, &machine);
+        let get = |metric: &str, variant_end: &str| {
+            recs.iter()
+                .find(|r| r.metric == metric && r.variant.ends_with(variant_end))
+                .map(|r| r.value)
+                .unwrap()
+        };
+        assert_eq!(get("cells", "better other"), 2.0);
+        assert_eq!(get("cells_ws_within_3_percent", "better other"), 1.0);
+        assert_eq!(get("worst_ws_over_best", "better other"), 0.85);
+        // Cell medians: ws 15 ms and 5 ms for 1,000 messages: rates 66,667 and 200,000 /s.
+        let geomean = get("geomean_messages_per_s", "work_stealing");
+        assert!(
+            (geomean - (66_666.67f64 * 200_000.0).sqrt()).abs() < 1.0,
+            "{geomean}"
+        );
+    }
 }
