@@ -95,42 +95,36 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                         }
                     }
                 }
-                let cell_p = params(json!({
-                    "workers": a.workers,
-                    "agents": agents,
-                    "accesses": accesses,
-                    "state_bytes": state_bytes,
-                    "messages": a.messages,
-                    "assignment": "work_stealing",
-                }));
-                let cell_name = format!(
-                    "{} workers, {agents} agents, {accesses} accesses, {state_bytes} B, work_stealing",
-                    a.workers
-                );
-                if let Some(r) = grid.add_cell(&a.assignment, &samples, a.messages) {
-                    out.push(Record::from_samples(
-                        "locality",
-                        &cell_name,
-                        &cell_p,
-                        "ws_over_best",
-                        &r,
-                        machine,
-                    ));
-                }
-                for (&assignment, s) in a.assignment.iter().zip(samples) {
-                    let variant = format!(
+                let variant = |assignment: locality::Assignment| {
+                    format!(
                         "{} workers, {agents} agents, {accesses} accesses, {state_bytes} B, {}",
                         a.workers,
                         assignment.label()
-                    );
-                    let p = params(json!({
+                    )
+                };
+                let cell_params = |assignment: locality::Assignment| {
+                    params(json!({
                         "workers": a.workers,
                         "agents": agents,
                         "accesses": accesses,
                         "state_bytes": state_bytes,
                         "messages": a.messages,
                         "assignment": assignment.label(),
-                    }));
+                    }))
+                };
+                if let Some(r) = grid.add_cell(&a.assignment, &samples, a.messages) {
+                    let ws = locality::Assignment::WorkStealing;
+                    out.push(Record::from_samples(
+                        "locality",
+                        &variant(ws),
+                        &cell_params(ws),
+                        "ws_over_best",
+                        &r,
+                        machine,
+                    ));
+                }
+                for (&assignment, s) in a.assignment.iter().zip(samples) {
+                    let (variant, p) = (variant(assignment), cell_params(assignment));
                     match s {
                         Ok(ms) => {
                             let rate: Vec<f64> =
