@@ -7,17 +7,11 @@
 
 mod common;
 
-use cohort::{ActiveObjBuilder, Agent, Binder, Context, DefineError, Mbox, OneThreadBuilder};
+use cohort::{ActiveObjBuilder, Agent, Binder, Context, DefineError, OneThreadBuilder};
+use common::order::{SendSeq, Seq, run_senders};
 use common::{DeadLetters, TIMEOUT, watchdog};
+use std::sync::Arc;
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Barrier};
-
-/// Message `n` of sender `sender`.
-#[derive(Debug, Clone, Copy)]
-struct Seq {
-    sender: u32,
-    n: u32,
-}
 
 /// What the receiver saw.
 #[derive(Debug)]
@@ -65,42 +59,6 @@ impl Agent for Checker {
             next: self.next.clone(),
             errors: std::mem::take(&mut self.errors),
         });
-    }
-}
-
-/// Asks a [`Sender`] agent for its next chunk (sent to itself, so the sends of one sender
-/// interleave with everything else its worker runs).
-struct Continue;
-
-/// An agent that sends `count` numbered messages to `target`, `chunk` per event.
-struct SeqSender {
-    id: u32,
-    target: Mbox,
-    next: u32,
-    count: u32,
-    chunk: u32,
-}
-
-impl Agent for SeqSender {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Continue, ctx: &mut Context<'_, Self>| {
-            let end = (me.next + me.chunk).min(me.count);
-            while me.next < end {
-                me.target.send(Seq {
-                    sender: me.id,
-                    n: me.next,
-                });
-                me.next += 1;
-            }
-            if me.next < me.count {
-                ctx.self_mbox().send(Continue);
-            }
-        })?;
-        Ok(())
-    }
-
-    fn start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.self_mbox().send(Continue);
     }
 }
 
@@ -157,38 +115,10 @@ fn run_fifo(receiver_on: ReceiverOn, threads: u32, per_sender: u32) {
     let receiver_coop = env.register_coop(coop).unwrap();
 
     // Plain threads start together, and with the agents.
-    let barrier = Arc::new(Barrier::new(threads as usize + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|id| {
-            let target = receiver.clone();
-            let barrier = barrier.clone();
-            std::thread::spawn(move || {
-                barrier.wait();
-                for n in 0..per_sender {
-                    target.send(Seq { sender: id, n });
-                }
-            })
-        })
-        .collect();
-    barrier.wait();
-    let mut coop = env.new_coop();
-    coop.set_name("agent senders");
-    for (i, binder) in agent_binders.into_iter().enumerate() {
-        coop.add_with_binder(
-            SeqSender {
-                id: threads + i as u32,
-                target: receiver.clone(),
-                next: 0,
-                count: per_sender,
-                chunk: 97,
-            },
-            binder,
-        );
-    }
-    env.register_coop(coop).unwrap();
-    for h in handles {
-        h.join().unwrap();
-    }
+    let target = receiver.clone();
+    let send: SendSeq = Arc::new(move |sender, n| target.send(Seq { sender, n }));
+    let agents = agent_binders.into_iter().map(|b| (b, 97)).collect();
+    run_senders(&env, threads, agents, per_sender, send);
 
     common::recv(&reached_rx, "the receiver to get every message");
     receiver_coop.deregister(cohort::DeregReason::Normal);

@@ -15,10 +15,10 @@ mod common;
 
 use cohort::dispatcher::Fifo;
 use cohort::{Agent, Context, DefineError, DeliveryFailure, DeregReason, Mbox};
-use common::order::{Report, Seq, SeqCheck, check_reports};
+use common::order::{Report, SendSeq, Seq, SeqCheck, check_reports, run_senders};
 use common::{DeadLetters, PoolKind, TIMEOUT, pool_binder, watchdog};
+use std::sync::Arc;
 use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Barrier};
 
 /// Subscribed to `Seq` on two mailboxes and reachable directly; checks per-sender order.
 struct Checker {
@@ -63,39 +63,6 @@ fn send(sender: u32, n: u32, mailboxes: &[Mbox; 2], direct: &[Mbox]) {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Continue;
-
-/// An agent that sends `count` numbered messages, `chunk` per event.
-struct SeqSender {
-    id: u32,
-    mailboxes: [Mbox; 2],
-    direct: Vec<Mbox>,
-    next: u32,
-    count: u32,
-    chunk: u32,
-}
-
-impl Agent for SeqSender {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Continue, ctx: &mut Context<'_, Self>| {
-            let end = (me.next + me.chunk).min(me.count);
-            while me.next < end {
-                send(me.id, me.next, &me.mailboxes, &me.direct);
-                me.next += 1;
-            }
-            if me.next < me.count {
-                ctx.send_self(Continue);
-            }
-        })?;
-        Ok(())
-    }
-
-    fn start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.send_self(Continue);
-    }
-}
-
 const SUBSCRIBERS: usize = 6;
 const THREADS: u32 = 2;
 
@@ -126,37 +93,13 @@ fn order_per_sender(kind: PoolKind, name: &str) {
         .collect();
     env.register_coop(coop).unwrap();
 
-    let barrier = Arc::new(Barrier::new(THREADS as usize + 1));
-    let threads: Vec<_> = (0..THREADS)
-        .map(|id| {
-            let (mailboxes, direct, barrier) = (mailboxes.clone(), direct.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                barrier.wait();
-                for n in 0..per_sender {
-                    send(id, n, &mailboxes, &direct);
-                }
-            })
-        })
+    let send: SendSeq = Arc::new(move |sender, n| send(sender, n, &mailboxes, &direct));
+    let agents = sender_binders
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| (b, 13 + 20 * i as u32))
         .collect();
-    let mut coop = env.new_coop();
-    for (i, b) in sender_binders.into_iter().enumerate() {
-        coop.add_with_binder(
-            SeqSender {
-                id: THREADS + i as u32,
-                mailboxes: mailboxes.clone(),
-                direct: direct.clone(),
-                next: 0,
-                count: per_sender,
-                chunk: 13 + 20 * i as u32,
-            },
-            b,
-        );
-    }
-    barrier.wait();
-    env.register_coop(coop).unwrap();
-    for t in threads {
-        t.join().unwrap();
-    }
+    run_senders(&env, THREADS, agents, per_sender, send);
     common::recv_n(
         &reached_rx,
         SUBSCRIBERS,

@@ -14,7 +14,7 @@ mod common;
 
 use cohort::dispatcher::Fifo;
 use cohort::{Agent, Binder, Context, DefineError, Mbox};
-use common::order::{Report, Seq, SeqCheck, check_reports};
+use common::order::{Report, SendSeq, Seq, SeqCheck, check_reports, run_senders};
 use common::{DeadLetters, PoolKind, TIMEOUT, pool_binder, watchdog};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -34,43 +34,6 @@ impl Agent for Checker {
 
     fn finish(&mut self, _: &mut Context<'_, Self>) {
         let _ = self.finished.send(self.check.report());
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Continue;
-
-/// Sends `count` numbered messages to every target, `chunk` per event.
-struct SeqSender {
-    id: u32,
-    targets: Vec<Mbox>,
-    next: u32,
-    count: u32,
-    chunk: u32,
-}
-
-impl Agent for SeqSender {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Continue, ctx: &mut Context<'_, Self>| {
-            let end = (me.next + me.chunk).min(me.count);
-            while me.next < end {
-                for t in &me.targets {
-                    t.send(Seq {
-                        sender: me.id,
-                        n: me.next,
-                    });
-                }
-                me.next += 1;
-            }
-            if me.next < me.count {
-                ctx.send_self(Continue);
-            }
-        })?;
-        Ok(())
-    }
-
-    fn start(&mut self, ctx: &mut Context<'_, Self>) {
-        ctx.send_self(Continue);
     }
 }
 
@@ -102,39 +65,18 @@ fn fifo_per_pair(kind: PoolKind, name: &str) {
         .collect();
     env.register_coop(coop).unwrap();
 
-    let barrier = Arc::new(Barrier::new(THREADS as usize + 1));
-    let threads: Vec<_> = (0..THREADS)
-        .map(|id| {
-            let receivers = receivers.clone();
-            let barrier = barrier.clone();
-            std::thread::spawn(move || {
-                barrier.wait();
-                for n in 0..per_sender {
-                    for r in &receivers {
-                        r.send(Seq { sender: id, n });
-                    }
-                }
-            })
-        })
+    let targets = receivers.clone();
+    let send: SendSeq = Arc::new(move |sender, n| {
+        for r in &targets {
+            r.send(Seq { sender, n });
+        }
+    });
+    let agents = agent_binders
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| (b, 7 + 10 * i as u32))
         .collect();
-    let mut coop = env.new_coop();
-    for (i, b) in agent_binders.into_iter().enumerate() {
-        coop.add_with_binder(
-            SeqSender {
-                id: THREADS + i as u32,
-                targets: receivers.clone(),
-                next: 0,
-                count: per_sender,
-                chunk: 7 + 10 * i as u32,
-            },
-            b,
-        );
-    }
-    barrier.wait();
-    env.register_coop(coop).unwrap();
-    for t in threads {
-        t.join().unwrap();
-    }
+    run_senders(&env, THREADS, agents, per_sender, send);
     common::recv_n(
         &reached_rx,
         RECEIVERS,
