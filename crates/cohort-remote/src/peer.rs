@@ -4,8 +4,8 @@
 //! Send path: `Mbox::send(msg)` on a proxy → [`RemoteMbox::deliver`] (registry lookup of
 //! the type, status check, push onto [`OutboundQueue`]) → the connection's writer task
 //! (`writer::writer`) encodes it into the current batch and writes the batch; or, when
-//! the writer sleeps, the connection was quiet and the last batch was one message, the sender itself
-//! (`writer::try_direct_write`).
+//! the writer sleeps, the connection was quiet and the last batch was one message, the
+//! sender itself (`writer::try_direct_write`).
 
 use crate::config::Overflow;
 use crate::connection::ConnState;

@@ -43,6 +43,18 @@ pub(crate) struct BroadcastTargets {
 }
 
 impl BroadcastTargets {
+    /// Counts `n` messages of type `message_type` as undeliverable to every target (their
+    /// queue is gone).
+    #[cold]
+    pub(crate) fn reject(&self, message_type: &'static str, n: u64) {
+        for cell in self.cells.iter() {
+            for _ in 0..n {
+                cell.header
+                    .dead_letter_named(message_type, DeliveryFailure::ReceiverGone);
+            }
+        }
+    }
+
     /// Hands `msg` to every target, in subscription order.
     pub(crate) fn run(&self, msg: Envelope) {
         let mut msg = Some(msg);
@@ -124,10 +136,7 @@ impl Demand {
         match self {
             Demand::Message { agent, msg, .. } => agent.reject(msg, DeliveryFailure::ReceiverGone),
             Demand::Control(Control::Broadcast { targets, msg }) => {
-                for cell in targets.cells.iter() {
-                    cell.header
-                        .dead_letter_named(msg.type_name(), DeliveryFailure::ReceiverGone);
-                }
+                targets.reject(msg.type_name(), 1)
             }
             Demand::Control(Control::Log(marker)) => marker.reject(),
             Demand::Control(Control::Lifecycle { coop, .. }) => {

@@ -2,7 +2,6 @@
 //! type bound to one event queue.
 
 use super::log::{LogGroup, Marker};
-use crate::dead_letter::DeliveryFailure;
 use crate::demand::{BroadcastTargets, Demand};
 use crate::message::Envelope;
 use crate::queue::EventQueue;
@@ -35,11 +34,6 @@ impl LogGroup for QueueGroup {
 
     #[cold]
     fn reject(&self, n: u64) {
-        for cell in self.targets.cells.iter() {
-            for _ in 0..n {
-                cell.header
-                    .dead_letter_named(self.type_name, DeliveryFailure::ReceiverGone);
-            }
-        }
+        self.targets.reject(self.type_name, n)
     }
 }
