@@ -26,8 +26,10 @@
 //! - **Stealing** (`work_stealing`): a queue woken by a send from a worker goes to that
 //!   worker's LIFO slot and runs next there (the message's data is hot in its cache); a queue
 //!   with work left after its turn goes to the back of the same worker's own deque (soft
-//!   affinity); sends from outside the pool go to the shared injector; an idle worker takes
-//!   from the injector, then steals the oldest queue of another worker. The LIFO slot is taken
+//!   affinity); a queue woken from outside the pool goes to the home run queue of the worker
+//!   that ran it last (its agent's data is likely still in that core's cache); an idle worker
+//!   takes from its home run queue, then steals the oldest queue waiting in another's, then
+//!   the oldest queue of another worker's deque. The LIFO slot is taken
 //!   at most [`defaults::LIFO_STREAK`] times in a row, so it cannot starve the worker's deque.
 //!
 //! Idle workers spin for `worker_spin`, then park; scheduling wakes one parked worker when it
@@ -135,6 +137,13 @@ pub(crate) struct Pool {
     default_fifo: Fifo,
     spin: Duration,
     injector: Injector<QueueRef>,
+    /// `work_stealing`: a run queue per worker for the queues woken from outside the pool,
+    /// each put in the one of the worker that ran it last (its home, see
+    /// [`EventQueue::home`]); the owner takes from it first, an idle worker steals from it.
+    homes: Box<[CachePadded<Injector<QueueRef>>]>,
+    /// `work_stealing`: how many queues were bound, for the first home of the next one
+    /// (blocks of [`defaults::HOME_BLOCK`] per worker, round robin).
+    next_home: AtomicUsize,
     /// `adv_thread_pool`: thread-safe demands waiting for a worker.
     jobs: Injector<Job>,
     /// One run queue per priority (priority policy only).
@@ -219,6 +228,13 @@ impl Pool {
             default_fifo,
             spin,
             injector: Injector::new(),
+            homes: match policy {
+                Policy::Stealing => (0..threads)
+                    .map(|_| CachePadded::new(Injector::new()))
+                    .collect(),
+                _ => Box::new([]),
+            },
+            next_home: AtomicUsize::new(0),
             jobs: Injector::new(),
             by_priority: match policy {
                 Policy::Priority(_) => (0..PRIORITIES).map(|_| Injector::new()).collect(),
@@ -271,7 +287,12 @@ impl Pool {
     }
 
     fn new_queue(&self, max_batch: usize) -> QueueRef {
-        Arc::new(EventQueue::pooled(self.scheduler(), max_batch))
+        let q = Arc::new(EventQueue::pooled(self.scheduler(), max_batch));
+        if !self.homes.is_empty() {
+            let n = self.next_home.fetch_add(1, Ordering::Relaxed);
+            q.set_home(n / defaults::HOME_BLOCK % self.homes.len());
+        }
+        q
     }
 
     /// The worker context of the current thread, if it is one of this pool's workers.
@@ -317,7 +338,9 @@ impl Pool {
         while let Steal::Success(job) = self.jobs.steal() {
             job.demand.reject();
         }
-        let runs = std::iter::once(&self.injector).chain(self.by_priority.iter());
+        let runs = std::iter::once(&self.injector)
+            .chain(self.homes.iter().map(|h| &**h))
+            .chain(self.by_priority.iter());
         for inj in runs {
             while let Some(q) = Self::steal_from(inj) {
                 q.abandon();
@@ -327,9 +350,15 @@ impl Pool {
 
     /// Wakes one parked worker, if any.
     fn wake_one(&self) {
+        self.wake_one_from(0);
+    }
+
+    /// Wakes one parked worker, if any, trying worker `first` first.
+    fn wake_one_from(&self, first: usize) {
         fence(Ordering::SeqCst);
-        for w in self.wakeups.iter() {
-            if w.notify_fenced() {
+        let n = self.wakeups.len();
+        for k in 0..n {
+            if self.wakeups[(first + k) % n].notify_fenced() {
                 return;
             }
         }
@@ -369,6 +398,7 @@ impl Pool {
     /// Whether worker `index` could find a queue to run.
     fn has_work(&self, ctx: &WorkerCtx) -> bool {
         !self.injector.is_empty()
+            || self.homes.iter().any(|h| !h.is_empty())
             || !self.jobs.is_empty()
             || self.by_priority.iter().any(|i| !i.is_empty())
             || !ctx.local.is_empty()
@@ -389,10 +419,11 @@ impl Pool {
         }
         let tick = ctx.ticks.get().wrapping_add(1);
         ctx.ticks.set(tick);
-        // Every so often the shared injector goes first, so that a worker kept busy by its own
+        let home = &self.homes[ctx.index];
+        // Every so often the home run queue goes first, so that a worker kept busy by its own
         // deque (a self-sending agent rescheduled there) does not starve work from outside.
         if tick.is_multiple_of(defaults::INJECTOR_INTERVAL)
-            && let Steal::Success(q) = self.injector.steal()
+            && let Steal::Success(q) = home.steal()
         {
             return Some(q);
         }
@@ -407,7 +438,8 @@ impl Pool {
         if let Some(q) = ctx.local.pop().or_else(|| slot.take()) {
             return Some(q);
         }
-        settle(|| self.injector.steal_batch_and_pop(&ctx.local))
+        settle(|| home.steal_batch_and_pop(&ctx.local))
+            .or_else(|| self.steal_from_homes(ctx))
             .or_else(|| self.steal_oldest(ctx))
             .or_else(|| self.steal_stranded_slot(ctx))
     }
@@ -479,6 +511,17 @@ impl Pool {
                 return;
             }
         }
+    }
+
+    /// `work_stealing`: the oldest queue waiting in another worker's home run queue, one at a
+    /// time (each one taken moves its home here; a batch would move more agents' data than
+    /// the idle worker needs).
+    fn steal_from_homes(&self, ctx: &WorkerCtx) -> Option<QueueRef> {
+        let n = self.homes.len();
+        (1..n).find_map(|k| {
+            let other = &self.homes[(ctx.index + k) % n];
+            settle(|| other.steal())
+        })
     }
 
     /// The oldest queue of another worker's own FIFO (an idle worker's last resort).
@@ -637,7 +680,7 @@ impl Pool {
                 Ordering::Release,
             );
         }
-        q.begin_turn();
+        q.begin_turn(ctx.index);
         let mut ran = 0;
         let mut left = 0;
         let mut waiting = false;
@@ -799,13 +842,19 @@ impl Schedule<Demand> for Pool {
             }
             return;
         }
-        if let Policy::Priority(_) = self.policy {
-            self.by_priority[usize::from(q.priority())].push(q);
-        } else {
-            self.injector.push(q);
+        let mut first = 0;
+        match self.policy {
+            Policy::Priority(_) => self.by_priority[usize::from(q.priority())].push(q),
+            Policy::Stealing => {
+                // Back to the worker that ran it last: its agent's data may still be in that
+                // core's cache.
+                first = q.home() % self.homes.len();
+                self.homes[first].push(q);
+            }
+            _ => self.injector.push(q),
         }
-        // `wake_one` fences (SeqCst) after the push, before this load.
-        self.wake_one();
+        // `wake_one_from` fences (SeqCst) after the push, before this load.
+        self.wake_one_from(first);
         // The workers may have exited (every agent gone) after this queue's sender saw its
         // agent alive: reject what nobody will run, counted as dead letters.
         if self.is_done() {

@@ -176,7 +176,9 @@ impl ThreadPoolBuilder {
 /// Builds a `work_stealing` dispatcher: N workers with their own run queues. An agent woken by
 /// a send from a worker runs next on that worker (a LIFO slot, taken at most
 /// [`defaults::LIFO_STREAK`] times in a row), stays there while it has work, and is stolen,
-/// oldest first, only by an idle worker. Default binding: [`Fifo::Individual`],
+/// oldest first, only by an idle worker. An agent woken by a send from outside the pool goes
+/// back to the worker that ran it last (its home), whose cache may still hold its state.
+/// Default binding: [`Fifo::Individual`],
 /// [`defaults::MAX_DEMANDS_AT_ONCE`].
 ///
 /// ```

@@ -6,8 +6,12 @@
 //!   single-thread path) pushes here: no lock, no atomic read-modify-write, no refcount.
 //! - **remote**: a lock-free MPMC segment queue (`crossbeam_queue::SegQueue`) for every other
 //!   sender, followed by a [`Wakeup::notify`]. (A sender that finds an idle pool queue and
-//!   claims it, `IDLE` to `SCHEDULED`, owns it until it hands it to a run queue: it moves the
-//!   remote half to the local tail and pushes there itself, see [`EventQueue::push_remote`].)
+//!   claims it, `IDLE` to `SCHEDULED`, owns it until it hands it to a run queue: it pushes to
+//!   the local half itself, see [`EventQueue::push_remote`].) A pool queue's one state byte
+//!   says whether it is scheduled and whether its remote half may hold demands (see
+//!   [`REMOTE`]): a remote push sets both in one read-modify-write, a turn ends in idle only
+//!   when neither a local nor a remote demand is left, so no fence and no look at the remote
+//!   half's cache lines on the claim path or at a turn's start and end.
 //!
 //! The worker only ever executes from the local half; it moves the remote half to the local
 //! tail in batches ([`EventQueue::drain_remote`]). So the local half is the queue's one
@@ -107,36 +111,67 @@ enum Notifier<T: QueueItem> {
     /// A dedicated worker thread, woken from its park.
     Thread(Wakeup),
     /// A pool's workers: the queue is scheduled when it goes from idle to having work.
-    Pool {
-        state: AtomicU8,
-        scheduler: Arc<dyn Schedule<T>>,
-    },
+    Pool { scheduler: Arc<dyn Schedule<T>> },
 }
 
-/// Pool queue states.
+/// Pool queue state: no flag set. Nobody holds the queue, and its remote half holds nothing
+/// but the demands of pushes still on their way to flagging [`REMOTE`] (every push there sets
+/// it after it, and only a runner that has drained the remote half clears it, before a turn
+/// can end in `IDLE`); such a pusher schedules the queue itself.
 const IDLE: u8 = 0;
+/// Pool queue state flag: the queue is in a run queue, a LIFO slot or a worker's turn, and
+/// exactly one party holds it.
 const SCHEDULED: u8 = 1;
-const IN_TURN: u8 = 2;
+/// Pool queue state flag: the remote half may hold demands. Set by every remote push, after
+/// it and together with [`SCHEDULED`] (one read-modify-write: the pusher that finds the queue
+/// idle schedules it); cleared by the runner before it drains the remote half. A turn ends
+/// in `IDLE` only from exactly `SCHEDULED`, so no push is left behind, and the worker and a
+/// sender that claims an idle queue never read the remote half's two cache lines to know
+/// whether it is empty.
+const REMOTE: u8 = 2;
 
 /// The demand queue of one or more agents.
+///
+/// Laid out in three parts (`repr(C)`): the remote half (its head and tail on cache lines of
+/// their own); then one line for what senders touch (how to make the queue run, its limits,
+/// and the pool state, which a remote push flags) and which its runner writes only once or
+/// twice per turn; then one line that the runner writes at every demand (the local half) and
+/// at every turn (the home worker). So a sender that pushes to the remote half of a busy
+/// queue, demand after demand, never takes the runner's busiest line away from the core that
+/// runs the queue. The split costs no size (a queue is 384 bytes either way).
+#[repr(C)]
 pub(crate) struct EventQueue<T: QueueItem = Demand> {
-    local: UnsafeCell<VecDeque<T>>,
     remote: SegQueue<T>,
+    notifier: Notifier<T>,
     /// Messages that reached an agent before its `start` ran, by cell address, replayed right
     /// after `start` (rare: kept here rather than in every agent).
     early: UnsafeCell<Vec<(usize, MboxId, Envelope)>>,
-    notifier: Notifier<T>,
     /// How many demands a pool worker runs from this queue before it moves on
-    /// (`max_demands_at_once`); unused by a dedicated worker thread.
-    max_batch: usize,
+    /// (`max_demands_at_once`, saturated at `u32::MAX`); unused by a dedicated worker thread.
+    max_batch: u32,
+    /// Pool queues: [`IDLE`], or [`SCHEDULED`] with or without [`REMOTE`].
+    state: AtomicU8,
     /// The priority of the agent(s) of this queue, for priority dispatchers (0 = lowest).
     priority: u8,
     closed: AtomicBool,
     /// Set by the worker when it has exited: nothing will run this queue again.
     retired: AtomicBool,
+    run: RunnerLine<T>,
+}
+
+/// The part of an [`EventQueue`] that its runner writes at every demand, on a cache line of
+/// its own.
+#[repr(C, align(64))]
+struct RunnerLine<T: QueueItem> {
+    local: UnsafeCell<VecDeque<T>>,
     /// `adv_thread_pool`: thread-safe demands of this queue running on other workers, plus
     /// [`SHARED_WAITING`] while an exclusive demand waits for them to finish.
     shared_in_flight: AtomicUsize,
+    /// `work_stealing`: the pool worker that last began a turn of this queue (its *home*),
+    /// where a send from outside the pool schedules it again. A hint, not part of the claim
+    /// protocol (relaxed; a stale value only costs locality), so a std atomic even under
+    /// loom.
+    home: std::sync::atomic::AtomicU32,
 }
 
 /// The flag in `shared_in_flight`: the last thread-safe demand to finish schedules the queue.
@@ -157,26 +192,24 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// A queue run by the workers of a pool, `max_batch` demands per turn.
     pub(crate) fn pooled(scheduler: Arc<dyn Schedule<T>>, max_batch: usize) -> Self {
-        Self::with_notifier(
-            Notifier::Pool {
-                state: AtomicU8::new(IDLE),
-                scheduler,
-            },
-            max_batch,
-        )
+        Self::with_notifier(Notifier::Pool { scheduler }, max_batch)
     }
 
     fn with_notifier(notifier: Notifier<T>, max_batch: usize) -> Self {
         Self {
-            local: UnsafeCell::new(VecDeque::new()),
             remote: SegQueue::new(),
-            early: UnsafeCell::new(Vec::new()),
             notifier,
-            max_batch,
+            early: UnsafeCell::new(Vec::new()),
+            max_batch: u32::try_from(max_batch).unwrap_or(u32::MAX),
+            state: AtomicU8::new(IDLE),
             priority: 0,
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
-            shared_in_flight: AtomicUsize::new(0),
+            run: RunnerLine {
+                local: UnsafeCell::new(VecDeque::new()),
+                shared_in_flight: AtomicUsize::new(0),
+                home: std::sync::atomic::AtomicU32::new(0),
+            },
         }
     }
 
@@ -195,35 +228,58 @@ impl<T: QueueItem> EventQueue<T> {
         debug_assert!(self.is_running_here());
         // SAFETY: only the running thread touches `local` (caller), and no reference to it is
         // held across this call: pushes happen from handlers, never while the worker borrows it.
-        unsafe { (*self.local.get()).push_back(d) }
+        unsafe { (*self.run.local.get()).push_back(d) }
     }
 
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
         last_log::forget();
-        if let Notifier::Pool { state, scheduler } = &self.notifier
+        if let Some(d) = self.place(d) {
+            // Claimed: hand it to a run queue.
+            if let Notifier::Pool { scheduler } = &self.notifier {
+                scheduler.schedule(d);
+            }
+        }
+    }
+
+    /// Pushes `d` from a thread that does not run the queue: an idle pool queue is claimed,
+    /// `IDLE` to `SCHEDULED`, with `d` in its local half, and returned: the caller holds it
+    /// and must hand it to a run queue. Otherwise `d` goes to the remote half and the queue is
+    /// made to run ([`Self::announce`]); returns `None`.
+    #[inline]
+    fn place(&self, d: T) -> Option<Arc<Self>> {
+        if self.claim() {
+            // An idle pool queue that this caller just claimed: nobody runs it until it is
+            // handed on, so the caller may fill its local half itself (acquire above: the last
+            // runner's release of IDLE) and save the remote push and pop. Its remote half holds
+            // none of this sender's earlier demands (`IDLE` has no `REMOTE`, and each of them
+            // flagged it before this claim): they ran before the queue went idle, so FIFO per
+            // sender holds. A push racing with this claim flags `REMOTE` and is drained by the
+            // next turn.
+            // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only user.
+            unsafe { (*self.run.local.get()).push_back(d) };
+            return Some(self.arc());
+        }
+        self.push_to_remote(d);
+        None
+    }
+
+    /// Claims an idle pool queue (`IDLE` to `SCHEDULED`): true if this caller now holds it,
+    /// as if it had taken it from a run queue (acquire: the last runner's release of `IDLE`).
+    #[inline]
+    fn claim(&self) -> bool {
+        let state = &self.state;
+        matches!(self.notifier, Notifier::Pool { .. })
             && state.load(Ordering::Relaxed) == IDLE
             && state
-                .compare_exchange(IDLE, SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(IDLE, SCHEDULED, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
-        {
-            // An idle pool queue that this sender just claimed: nobody runs it until it is
-            // handed to a run queue below, so the sender may fill its local half itself
-            // (acquire above: the last runner's release of IDLE), behind whatever reached the
-            // remote half before (FIFO per sender), and save the remote push and pop.
-            // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only user.
-            let local = unsafe { &mut *self.local.get() };
-            // `is_empty` first: an empty `pop` costs a full fence, this check two loads.
-            if self.has_remote() {
-                while let Some(earlier) = self.remote.pop() {
-                    local.push_back(earlier);
-                }
-            }
-            local.push_back(d);
-            scheduler.schedule(self.arc());
-            return;
-        }
+    }
+
+    /// Pushes to the remote half and makes the queue run ([`Self::announce`]).
+    #[inline]
+    fn push_to_remote(&self, d: T) {
         self.remote.push(d);
         self.announce();
     }
@@ -240,15 +296,14 @@ impl<T: QueueItem> EventQueue<T> {
                     self.reject_remote();
                 }
             }
-            Notifier::Pool { state, scheduler } => {
-                // Dekker with `finish_turn`: the worker stores IDLE then re-checks for work;
-                // we publish work then check for IDLE. One of us schedules the queue.
-                crate::sync::fence(Ordering::SeqCst);
-                if state.load(Ordering::Relaxed) == IDLE
-                    && state
-                        .compare_exchange(IDLE, SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_ok()
-                {
+            Notifier::Pool { scheduler } => {
+                // One read-modify-write on the state, after the push: either the runner's
+                // turn-ending compare-exchange (exactly SCHEDULED to IDLE) comes first, and
+                // this finds the queue idle and schedules it, or it comes after, fails on
+                // `REMOTE`, and the runner runs the queue again. Release: the runner that
+                // clears `REMOTE` (acquire) sees the push.
+                let old = self.state.fetch_or(SCHEDULED | REMOTE, Ordering::AcqRel);
+                if old & SCHEDULED == 0 {
                     scheduler.schedule(self.arc());
                 }
             }
@@ -284,14 +339,27 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// How many demands a pool worker runs per turn.
     pub(crate) fn max_batch(&self) -> usize {
-        self.max_batch
+        self.max_batch as usize
     }
 
-    /// A pool worker takes the queue it got from the run queue.
-    pub(crate) fn begin_turn(&self) {
-        if let Notifier::Pool { state, .. } = &self.notifier {
-            state.store(IN_TURN, Ordering::Relaxed);
-        }
+    /// Pool worker `worker` takes the queue it got from a run queue (and becomes its home).
+    #[inline]
+    pub(crate) fn begin_turn(&self, worker: usize) {
+        self.set_home(worker)
+    }
+
+    /// The pool worker that last began a turn of this queue, or the one [`Self::set_home`]
+    /// named (a hint: see `RunnerLine::home`).
+    #[inline]
+    pub(crate) fn home(&self) -> usize {
+        self.run.home.load(Ordering::Relaxed) as usize
+    }
+
+    /// Names the pool worker this queue runs on next, if it is woken from outside the pool.
+    #[inline]
+    pub(crate) fn set_home(&self, worker: usize) {
+        let worker = u32::try_from(worker).unwrap_or(u32::MAX);
+        self.run.home.store(worker, Ordering::Relaxed);
     }
 
     /// A pool worker is done with its turn: returns true if the queue has more work and this
@@ -300,22 +368,21 @@ impl<T: QueueItem> EventQueue<T> {
     /// # Safety
     /// The caller just ran this queue and no longer runs it (its guard is dropped).
     pub(crate) unsafe fn finish_turn(&self) -> bool {
-        let Notifier::Pool { state, .. } = &self.notifier else {
+        let Notifier::Pool { .. } = &self.notifier else {
             return false;
         };
-        // SAFETY: the state is still IN_TURN, so no other runner can start (producers only
-        // schedule an IDLE queue): nobody touches the local half while we read it.
-        if unsafe { !(*self.local.get()).is_empty() } {
-            state.store(SCHEDULED, Ordering::Relaxed);
+        let state = &self.state;
+        // SAFETY: the state is still SCHEDULED, so no other runner can start (senders only
+        // claim or schedule an IDLE queue): nobody touches the local half while we read it.
+        if unsafe { !(*self.run.local.get()).is_empty() } {
             return true;
         }
-        // Release: a sender that claims the idle queue then fills its local half.
-        state.store(IDLE, Ordering::Release);
-        crate::sync::fence(Ordering::SeqCst);
-        self.has_remote()
-            && state
-                .compare_exchange(IDLE, SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+        // Idle only if no remote push came since the drain (see `REMOTE`); otherwise the
+        // queue stays scheduled and runs again. Release: a sender that claims the idle queue
+        // then fills its local half.
+        state
+            .compare_exchange(SCHEDULED, IDLE, Ordering::Release, Ordering::Relaxed)
+            .is_err()
     }
 
     /// Called by the worker once it has left its loop: whatever arrives from now on (a sender
@@ -333,12 +400,15 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) fn abandon(&self) {
         // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers are
         // gone: nobody runs it, and a sender claims it only once it is IDLE again (below).
-        for d in unsafe { (*self.local.get()).drain(..) } {
+        for d in unsafe { (*self.run.local.get()).drain(..) } {
             d.reject();
         }
         self.reject_remote();
-        if let Notifier::Pool { state, .. } = &self.notifier {
-            state.store(IDLE, Ordering::SeqCst);
+        if let Notifier::Pool { .. } = &self.notifier {
+            let state = &self.state;
+            // A read-modify-write: it reads the `REMOTE` of any push that came in between,
+            // so the sweep below sees that push.
+            state.swap(IDLE, Ordering::AcqRel);
         }
         self.reject_remote();
     }
@@ -368,7 +438,7 @@ impl<T: QueueItem> EventQueue<T> {
     #[inline]
     pub(crate) unsafe fn pop_local(&self) -> Option<T> {
         // SAFETY: as in `push_local`; the borrow ends before the demand is executed.
-        unsafe { (*self.local.get()).pop_front() }
+        unsafe { (*self.run.local.get()).pop_front() }
     }
 
     /// Puts a popped demand back at the head of the local half.
@@ -377,20 +447,20 @@ impl<T: QueueItem> EventQueue<T> {
     /// The caller runs this queue.
     pub(crate) unsafe fn unpop_local(&self, d: T) {
         // SAFETY: as in `push_local`.
-        unsafe { (*self.local.get()).push_front(d) }
+        unsafe { (*self.run.local.get()).push_front(d) }
     }
 
     /// `adv_thread_pool`: a thread-safe demand of this queue leaves to run on some worker.
     pub(crate) fn shared_started(&self) {
-        self.shared_in_flight.fetch_add(1, Ordering::AcqRel);
+        self.run.shared_in_flight.fetch_add(1, Ordering::AcqRel);
     }
 
     /// `adv_thread_pool`: a thread-safe demand has finished. Returns true if it was the last
     /// one and an exclusive demand waits: the caller must schedule the queue.
     pub(crate) fn shared_finished(&self) -> bool {
         // AcqRel: what the handler did happens before the exclusive demand that follows.
-        if self.shared_in_flight.fetch_sub(1, Ordering::AcqRel) == SHARED_WAITING | 1 {
-            self.shared_in_flight.store(0, Ordering::Release);
+        if self.run.shared_in_flight.fetch_sub(1, Ordering::AcqRel) == SHARED_WAITING | 1 {
+            self.run.shared_in_flight.store(0, Ordering::Release);
             return true;
         }
         false
@@ -400,10 +470,11 @@ impl<T: QueueItem> EventQueue<T> {
     /// thread-safe demand runs (it may go ahead); false if some do, in which case the last
     /// of them will schedule the queue again (the runner ends its turn without doing so).
     pub(crate) fn exclusive_may_run(&self) -> bool {
-        if self.shared_in_flight.load(Ordering::Acquire) == 0 {
+        if self.run.shared_in_flight.load(Ordering::Acquire) == 0 {
             return true;
         }
         if self
+            .run
             .shared_in_flight
             .fetch_or(SHARED_WAITING, Ordering::AcqRel)
             != 0
@@ -411,7 +482,7 @@ impl<T: QueueItem> EventQueue<T> {
             return false;
         }
         // They all finished in between: clear the flag and go ahead.
-        self.shared_in_flight.store(0, Ordering::Release);
+        self.run.shared_in_flight.store(0, Ordering::Release);
         true
     }
 
@@ -420,12 +491,42 @@ impl<T: QueueItem> EventQueue<T> {
     /// # Safety
     /// The caller runs this queue.
     pub(crate) unsafe fn drain_remote(&self, max: usize) -> usize {
-        // The common case, nothing from other threads: two loads, where an empty `pop`
-        // costs a full fence. A push racing with this check is seen by the turn's end
-        // (`finish_turn`) or the worker's next look, as with an empty `pop`.
-        if !self.has_remote() {
-            return 0;
+        match &self.notifier {
+            Notifier::Pool { .. } => {
+                let state = &self.state;
+                // The common case, nothing from other threads: one load of the state, which
+                // the turn touches anyway. A push racing with this load fails the turn's end
+                // (`finish_turn`), which runs the queue again.
+                if state.load(Ordering::Relaxed) & REMOTE == 0 {
+                    return 0;
+                }
+                // Acquire: the pushes flagged so far are visible to the pops below.
+                state.fetch_and(!REMOTE, Ordering::Acquire);
+                // SAFETY: the caller runs this queue.
+                let n = unsafe { self.move_remote(max) };
+                if n == max {
+                    // Some may be left: keep the flag (at worst one turn that finds nothing).
+                    state.fetch_or(REMOTE, Ordering::Relaxed);
+                }
+                n
+            }
+            Notifier::Thread(_) => {
+                // Two loads, where an empty `pop` costs a full fence; a push racing with
+                // this check is seen by the worker's next look.
+                if !self.has_remote() {
+                    return 0;
+                }
+                // SAFETY: the caller runs this queue.
+                unsafe { self.move_remote(max) }
+            }
         }
+    }
+
+    /// Moves up to `max` demands from the remote half to the local tail.
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    unsafe fn move_remote(&self, max: usize) -> usize {
         let mut n = 0;
         while n < max {
             let Some(d) = self.remote.pop() else { break };
@@ -476,7 +577,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// The caller runs this queue.
     pub(crate) unsafe fn len_here(&self) -> usize {
         // SAFETY: only the running thread touches `local` (caller).
-        unsafe { (*self.local.get()).len() + self.remote.len() }
+        unsafe { (*self.run.local.get()).len() + self.remote.len() }
     }
 
     /// True when the remote half has demands.
@@ -515,7 +616,7 @@ impl<T: QueueItem> EventQueue<T> {
 impl<T: QueueItem> Drop for EventQueue<T> {
     fn drop(&mut self) {
         // Whatever is left was never executed: count it, never lose it silently.
-        for d in self.local.get_mut().drain(..) {
+        for d in self.run.local.get_mut().drain(..) {
             d.reject();
         }
         while let Some(d) = self.remote.pop() {
@@ -584,12 +685,12 @@ mod loom_model {
                 !in_turn.swap(true, SeqCst),
                 "two workers ran one queue at once"
             );
-            q.begin_turn();
             {
                 // SAFETY: this worker took the queue from the run queue.
                 let _g = unsafe { RunningGuard::enter(&*q) };
+                // One at a time: a drain that stops with demands left keeps `REMOTE` set.
                 // SAFETY: as above.
-                unsafe { q.drain_remote(usize::MAX) };
+                unsafe { q.drain_remote(1) };
                 // SAFETY: as above.
                 if let Some(it) = unsafe { q.pop_local() } {
                     log.lock().unwrap().push(it);
@@ -660,6 +761,11 @@ mod loom_model {
         check(2, 1, 1);
     }
 
+    #[test]
+    fn pooled_queue_two_producers_two_items_one_worker() {
+        check(2, 2, 1);
+    }
+
     /// `adv_thread_pool`: thread-safe demands run on other threads (reading the agent); the
     /// queue's runner then wants an exclusive demand (writing it). Either none runs any more
     /// and it goes ahead, or the last one to finish schedules the queue, and the exclusive
@@ -705,5 +811,18 @@ mod loom_model {
     #[test]
     fn adv_exclusive_waits_for_two_shared_demands() {
         shared_then_exclusive(2);
+    }
+}
+#[cfg(all(test, not(loom)))]
+mod layout_tests {
+    use super::*;
+
+    /// The senders' line and the runner's line are apart, and the split costs no size: a
+    /// queue is 384 bytes (remote half 256, one line each for senders and the runner).
+    #[test]
+    fn senders_and_runner_use_separate_lines() {
+        assert_eq!(std::mem::size_of::<EventQueue>(), 384);
+        assert_eq!(std::mem::offset_of!(EventQueue, run), 320);
+        assert_eq!(std::mem::size_of::<RunnerLine<Demand>>(), 64);
     }
 }
