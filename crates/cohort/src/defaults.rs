@@ -61,7 +61,7 @@ pub const HOME_BLOCK: usize = 16;
 /// Every how many turns a `work_stealing` worker takes from its home run queue before its own
 /// deque (tokio uses 61): bounds how long work sent from outside the pool waits behind a
 /// worker's own busy queues.
-pub const INJECTOR_INTERVAL: usize = 61;
+pub const HOME_QUEUE_INTERVAL: usize = 61;
 
 /// Every how many turns a `thread_pool` worker compares its own FIFO of queues with the
 /// others' (as they published them) and, if the longest is longer than its own by more than

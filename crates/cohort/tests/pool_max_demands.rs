@@ -17,7 +17,7 @@
 
 mod common;
 
-use cohort::defaults::{INJECTOR_INTERVAL, REMOTE_BATCH};
+use cohort::defaults::{HOME_QUEUE_INTERVAL, REMOTE_BATCH};
 use cohort::dispatcher::Fifo;
 use cohort::{Agent, Context, DefineError, Mbox};
 use common::{Gate, PoolKind, TIMEOUT, gate, pool_binder, watchdog};
@@ -261,12 +261,12 @@ fn work_stealing_turns_of_max_demands_at_once_backlog_from_worker() {
     });
 }
 
-/// `work_stealing`, backlog queued from outside: both queues wait in the shared injector. A
+/// `work_stealing`, backlog queued from outside: both queues wait in a home run queue. A
 /// worker reschedules a queue with work left on its own deque, and serves its deque before
-/// the injector except every `INJECTOR_INTERVAL` turns, so the exact interleaving depends on
-/// how the worker takes batches from the injector and on its turn count. What is checked is
+/// its home run queue except every `HOME_QUEUE_INTERVAL` turns, so the exact interleaving
+/// depends on how the worker takes batches from its home run queue and on its turn count. What is checked is
 /// the promise: after turns of `k` demands of `A`, the worker moves on to `B` within
-/// `INJECTOR_INTERVAL` turns, long before `A`'s backlog is exhausted.
+/// `HOME_QUEUE_INTERVAL` turns, long before `A`'s backlog is exhausted.
 #[test]
 fn work_stealing_moves_on_after_max_demands_at_once_backlog_from_outside() {
     watchdog(TIMEOUT, || {
@@ -277,10 +277,10 @@ fn work_stealing_moves_on_after_max_demands_at_once_backlog_from_outside() {
             let first_b = log.iter().position(|e| e.0 == 'B').unwrap();
             let last_a = log.iter().rposition(|e| e.0 == 'A').unwrap();
             assert!(
-                first_b < last_a && first_b <= INJECTOR_INTERVAL * k,
+                first_b < last_a && first_b <= HOME_QUEUE_INTERVAL * k,
                 "WorkStealing, max_demands_at_once = {k}: `B` first ran after {first_b} items \
                  of `A` (runs seen: {:?}): the worker kept taking `A` from its own deque while \
-                 `B` waited in the injector",
+                 `B` waited in a home run queue",
                 runs(&log)
             );
         }

@@ -29,8 +29,8 @@
 //!   affinity); a queue woken from outside the pool goes to the home run queue of the worker
 //!   that ran it last (its agent's data is likely still in that core's cache); an idle worker
 //!   takes from its home run queue, then steals the oldest queue waiting in another's, then
-//!   the oldest queue of another worker's deque. The LIFO slot is taken
-//!   at most [`defaults::LIFO_STREAK`] times in a row, so it cannot starve the worker's deque.
+//!   the oldest queue of another worker's deque. The LIFO slot is taken at most
+//!   [`defaults::LIFO_STREAK`] times in a row, so it cannot starve the worker's deque.
 //!
 //! Idle workers spin for `worker_spin`, then park; scheduling wakes one parked worker when it
 //! puts work where others can take it (Dekker with each worker's [`Wakeup`]).
@@ -136,6 +136,8 @@ pub(crate) struct Pool {
     /// The fifo a binder uses when its parameters do not say.
     default_fifo: Fifo,
     spin: Duration,
+    /// `thread_pool` and `adv_thread_pool`: the shared FIFO of woken queues (`work_stealing`
+    /// puts them in its home run queues instead).
     injector: Injector<QueueRef>,
     /// `work_stealing`: a run queue per worker for the queues woken from outside the pool,
     /// each put in the one of the worker that ran it last (its home, see
@@ -188,7 +190,8 @@ struct WorkerCtx {
     /// Last time each other worker's LIFO slot was seen occupied during the same turn of its
     /// owner: (turn seen, since when), to steal a queue stranded there (see `Slot`).
     slot_watch: std::cell::RefCell<Vec<Option<(usize, Instant)>>>,
-    /// Turns taken, for the injector's periodic priority.
+    /// Turns taken: every `HOME_QUEUE_INTERVAL`-th look of a `work_stealing` worker starts with
+    /// its home run queue; `thread_pool` balances its FIFO every `BALANCE_INTERVAL`-th.
     ticks: Cell<usize>,
     /// Quoted round robin: the priority being served and the demands left in its quota.
     prio_cursor: Cell<(usize, usize)>,
@@ -422,7 +425,7 @@ impl Pool {
         let home = &self.homes[ctx.index];
         // Every so often the home run queue goes first, so that a worker kept busy by its own
         // deque (a self-sending agent rescheduled there) does not starve work from outside.
-        if tick.is_multiple_of(defaults::INJECTOR_INTERVAL)
+        if tick.is_multiple_of(defaults::HOME_QUEUE_INTERVAL)
             && let Steal::Success(q) = home.steal()
         {
             return Some(q);
@@ -680,7 +683,10 @@ impl Pool {
                 Ordering::Release,
             );
         }
-        q.begin_turn(ctx.index);
+        if self.policy == Policy::Stealing {
+            // Its home from now on: where a send from outside the pool schedules it.
+            q.set_home(ctx.index);
+        }
         let mut ran = 0;
         let mut left = 0;
         let mut waiting = false;

@@ -235,51 +235,25 @@ impl<T: QueueItem> EventQueue<T> {
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
         last_log::forget();
-        if let Some(d) = self.place(d) {
-            // Claimed: hand it to a run queue.
-            if let Notifier::Pool { scheduler } = &self.notifier {
-                scheduler.schedule(d);
-            }
-        }
-    }
-
-    /// Pushes `d` from a thread that does not run the queue: an idle pool queue is claimed,
-    /// `IDLE` to `SCHEDULED`, with `d` in its local half, and returned: the caller holds it
-    /// and must hand it to a run queue. Otherwise `d` goes to the remote half and the queue is
-    /// made to run ([`Self::announce`]); returns `None`.
-    #[inline]
-    fn place(&self, d: T) -> Option<Arc<Self>> {
-        if self.claim() {
-            // An idle pool queue that this caller just claimed: nobody runs it until it is
-            // handed on, so the caller may fill its local half itself (acquire above: the last
-            // runner's release of IDLE) and save the remote push and pop. Its remote half holds
-            // none of this sender's earlier demands (`IDLE` has no `REMOTE`, and each of them
-            // flagged it before this claim): they ran before the queue went idle, so FIFO per
-            // sender holds. A push racing with this claim flags `REMOTE` and is drained by the
-            // next turn.
-            // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only user.
-            unsafe { (*self.run.local.get()).push_back(d) };
-            return Some(self.arc());
-        }
-        self.push_to_remote(d);
-        None
-    }
-
-    /// Claims an idle pool queue (`IDLE` to `SCHEDULED`): true if this caller now holds it,
-    /// as if it had taken it from a run queue (acquire: the last runner's release of `IDLE`).
-    #[inline]
-    fn claim(&self) -> bool {
-        let state = &self.state;
-        matches!(self.notifier, Notifier::Pool { .. })
-            && state.load(Ordering::Relaxed) == IDLE
-            && state
+        if let Notifier::Pool { scheduler } = &self.notifier
+            && self.state.load(Ordering::Relaxed) == IDLE
+            && self
+                .state
                 .compare_exchange(IDLE, SCHEDULED, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
-    }
-
-    /// Pushes to the remote half and makes the queue run ([`Self::announce`]).
-    #[inline]
-    fn push_to_remote(&self, d: T) {
+        {
+            // An idle pool queue that this sender just claimed: nobody runs it until it is
+            // handed to a run queue below, so the sender may fill its local half itself
+            // (acquire above: the last runner's release of IDLE) and save the remote push and
+            // pop. Its remote half holds none of this sender's earlier demands (`IDLE` has no
+            // `REMOTE`, and each of them flagged it before this claim): they ran before the
+            // queue went idle, so FIFO per sender holds. A push racing with this claim flags
+            // `REMOTE` and is drained by the next turn.
+            // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only user.
+            unsafe { (*self.run.local.get()).push_back(d) };
+            scheduler.schedule(self.arc());
+            return;
+        }
         self.remote.push(d);
         self.announce();
     }
@@ -342,20 +316,15 @@ impl<T: QueueItem> EventQueue<T> {
         self.max_batch as usize
     }
 
-    /// Pool worker `worker` takes the queue it got from a run queue (and becomes its home).
-    #[inline]
-    pub(crate) fn begin_turn(&self, worker: usize) {
-        self.set_home(worker)
-    }
-
-    /// The pool worker that last began a turn of this queue, or the one [`Self::set_home`]
-    /// named (a hint: see `RunnerLine::home`).
+    /// `work_stealing`: the worker that last began a turn of this queue, or the one a new
+    /// queue starts on (a hint: see `RunnerLine::home`).
     #[inline]
     pub(crate) fn home(&self) -> usize {
         self.run.home.load(Ordering::Relaxed) as usize
     }
 
-    /// Names the pool worker this queue runs on next, if it is woken from outside the pool.
+    /// `work_stealing`: names the worker this queue goes back to when it is woken from
+    /// outside the pool (set at bind time and by every turn's worker).
     #[inline]
     pub(crate) fn set_home(&self, worker: usize) {
         let worker = u32::try_from(worker).unwrap_or(u32::MAX);
