@@ -716,15 +716,25 @@ impl Pool {
                                 demand: d,
                             });
                             self.wake_one();
-                        } else if q.exclusive_may_run() {
+                        } else if q.shared_idle() {
                             d.run(&q, 1);
                         } else {
-                            // Thread-safe demands still run: the last to finish schedules
-                            // the queue again; until then it is in nobody's run queue.
+                            // Back at the front first: once this turn says it waits, the
+                            // last thread-safe demand to finish schedules the queue, and its
+                            // next runner (maybe at once, on another worker) must find the
+                            // demand there; this thread no longer touches the queue.
                             // SAFETY: as above.
                             unsafe { q.unpop_local(d) };
-                            waiting = true;
-                            break;
+                            if measure {
+                                // SAFETY: as above (not yet waiting).
+                                left = unsafe { q.len_here() };
+                            }
+                            if q.wait_for_shared() {
+                                waiting = true;
+                                break;
+                            }
+                            // They all finished meanwhile: the demand is first again.
+                            continue;
                         }
                         ran += 1;
                     }
@@ -732,8 +742,8 @@ impl Pool {
                     None => break,
                 }
             }
-            if measure {
-                // SAFETY: as above.
+            if measure && !waiting {
+                // SAFETY: as above (a waiting turn no longer runs the queue).
                 left = unsafe { q.len_here() };
             }
         }

@@ -435,24 +435,31 @@ impl<T: QueueItem> EventQueue<T> {
         false
     }
 
-    /// `adv_thread_pool`: the queue's runner wants to run an exclusive demand. True if no
-    /// thread-safe demand runs (it may go ahead); false if some do, in which case the last
-    /// of them will schedule the queue again (the runner ends its turn without doing so).
-    pub(crate) fn exclusive_may_run(&self) -> bool {
-        if self.run.shared_in_flight.load(Ordering::Acquire) == 0 {
-            return true;
-        }
+    /// `adv_thread_pool`: true if no thread-safe demand of this queue runs, so an exclusive
+    /// one may go ahead.
+    pub(crate) fn shared_idle(&self) -> bool {
+        self.run.shared_in_flight.load(Ordering::Acquire) == 0
+    }
+
+    /// `adv_thread_pool`: the queue's runner has an exclusive demand to run but saw
+    /// thread-safe ones running ([`shared_idle`](Self::shared_idle) false). Returns true if
+    /// some still run: the last of them to finish schedules the queue again, so the runner
+    /// must end its turn without doing so and, from this call on, touch neither the queue's
+    /// local half nor the agent (the next runner may already have started): the exclusive
+    /// demand must be back in the local half before this call. False if they all finished
+    /// in between: the runner goes on.
+    pub(crate) fn wait_for_shared(&self) -> bool {
         if self
             .run
             .shared_in_flight
             .fetch_or(SHARED_WAITING, Ordering::AcqRel)
             != 0
         {
-            return false;
+            return true;
         }
         // They all finished in between: clear the flag and go ahead.
         self.run.shared_in_flight.store(0, Ordering::Release);
-        true
+        false
     }
 
     /// Moves up to `max` remote demands to the local tail; returns how many moved.
@@ -737,37 +744,59 @@ mod loom_model {
 
     /// `adv_thread_pool`: thread-safe demands run on other threads (reading the agent); the
     /// queue's runner then wants an exclusive demand (writing it). Either none runs any more
-    /// and it goes ahead, or the last one to finish schedules the queue, and the exclusive
-    /// demand runs from there. Loom reports a read racing the write, or a lost schedule
-    /// (the runner would spin forever).
+    /// and it goes ahead, or it puts the demand back in the queue, says it waits, and the
+    /// last thread-safe demand to finish schedules the queue, whose next runner (here that
+    /// same thread, at once: the tightest case) runs the exclusive demand. Loom reports a read
+    /// racing the write, a next runner that touches the put-back demand before the waiting
+    /// runner is done with it, or a lost schedule (the demand never runs).
     fn shared_then_exclusive(jobs: usize) {
         loom::model(move || {
             let rq = Arc::new(RunQueue::default());
             let q = Arc::new(EventQueue::<Item>::pooled(rq.clone(), 1));
             let agent = Arc::new(loom::cell::UnsafeCell::new(0u8));
+            // The exclusive demand, while it waits in the queue's local half.
+            let put_back = Arc::new(loom::cell::UnsafeCell::new(false));
             let threads: Vec<_> = (0..jobs)
                 .map(|_| {
                     q.shared_started();
-                    let (q, rq, agent) = (q.clone(), rq.clone(), agent.clone());
+                    let (q, rq) = (q.clone(), rq.clone());
+                    let (agent, put_back) = (agent.clone(), put_back.clone());
                     loom::thread::spawn(move || {
                         // SAFETY: the protocol under test keeps writers away.
                         agent.with(|a| assert_eq!(unsafe { *a }, 0));
                         if q.shared_finished() {
                             rq.schedule(q.clone());
+                            assert!(rq.0.lock().unwrap().pop_front().is_some());
+                            // SAFETY: the protocol under test: the waiting runner is done.
+                            put_back.with_mut(|p| unsafe {
+                                assert!(*p, "the exclusive demand is back in the queue");
+                                *p = false;
+                            });
+                            // SAFETY: the protocol under test: no reader is left.
+                            agent.with_mut(|a| unsafe { *a = 1 });
                         }
                     })
                 })
                 .collect();
-            if !q.exclusive_may_run() {
-                while rq.0.lock().unwrap().pop_front().is_none() {
-                    loom::thread::yield_now();
+            let run_here = q.shared_idle() || {
+                // SAFETY: this thread runs the queue until it says it waits.
+                put_back.with_mut(|p| unsafe { *p = true });
+                let waits = q.wait_for_shared();
+                if !waits {
+                    // SAFETY: as above: all finished, this thread still runs the queue.
+                    put_back.with_mut(|p| unsafe { *p = false });
                 }
+                !waits
+            };
+            if run_here {
+                // SAFETY: the protocol under test: no reader is left.
+                agent.with_mut(|a| unsafe { *a = 1 });
             }
-            // SAFETY: the protocol under test: no reader is left.
-            agent.with_mut(|a| unsafe { *a = 1 });
             for t in threads {
                 t.join().unwrap();
             }
+            // SAFETY: every thread is joined.
+            agent.with(|a| assert_eq!(unsafe { *a }, 1, "the exclusive demand ran once"));
             assert!(rq.0.lock().unwrap().is_empty(), "scheduled at most once");
         });
     }
