@@ -455,7 +455,7 @@ pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth
         // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
         // valid until the demand runs, and the local push happens on the running thread.
         unsafe {
-            queue.push_local(Demand::Message {
+            queue.push_local_with(|| Demand::Message {
                 agent: AgentRef::borrowed(cell, mbox).counted(counted),
                 msg,
             })

@@ -1,9 +1,10 @@
 //! [`EventQueue`]: the demand queue of one or more agents, run by one worker at a time.
 //!
 //! A queue has two halves:
-//! - **local**: a plain `VecDeque`, touched only by the thread that currently runs the queue.
-//!   A send from a handler running on this queue to an agent bound to this queue (the whole
-//!   single-thread path) pushes here: no lock, no atomic read-modify-write, no refcount.
+//! - **local**: a plain ring buffer ([`LocalRing`]), touched only by the thread that
+//!   currently runs the queue. A send from a handler running on this queue to an agent bound
+//!   to this queue (the whole single-thread path) pushes here: no lock, no atomic
+//!   read-modify-write, no refcount.
 //! - **remote**: a lock-free MPMC segment queue (`crossbeam_queue::SegQueue`) for every other
 //!   sender, followed by a [`Wakeup::notify`]. (A sender that finds an idle pool queue and
 //!   claims it, `IDLE` to `SCHEDULED`, owns it until it hands it to a run queue: it pushes to
@@ -17,6 +18,7 @@
 //! tail in batches ([`EventQueue::drain_remote`]). So the local half is the queue's one
 //! total order, and FIFO holds per sender: a given sender thread always uses the same half.
 
+use super::local_ring::LocalRing;
 use super::wakeup::Wakeup;
 use crate::demand::Demand;
 use crate::mbox::MboxId;
@@ -24,7 +26,6 @@ use crate::message::Envelope;
 use crate::sync::AtomicU8;
 use crate::sync::{AtomicBool, AtomicUsize, SegQueue};
 use std::cell::{Cell, UnsafeCell};
-use std::collections::VecDeque;
 use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -163,7 +164,7 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
 /// its own.
 #[repr(C, align(64))]
 struct RunnerLine<T: QueueItem> {
-    local: UnsafeCell<VecDeque<T>>,
+    local: UnsafeCell<LocalRing<T>>,
     /// `adv_thread_pool`: thread-safe demands of this queue running on other workers, plus
     /// [`SHARED_WAITING`] while an exclusive demand waits for them to finish.
     shared_in_flight: AtomicUsize,
@@ -206,7 +207,7 @@ impl<T: QueueItem> EventQueue<T> {
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             run: RunnerLine {
-                local: UnsafeCell::new(VecDeque::new()),
+                local: UnsafeCell::new(LocalRing::new()),
                 shared_in_flight: AtomicUsize::new(0),
                 home: std::sync::atomic::AtomicU32::new(0),
             },
@@ -229,6 +230,19 @@ impl<T: QueueItem> EventQueue<T> {
         // SAFETY: only the running thread touches `local` (caller), and no reference to it is
         // held across this call: pushes happen from handlers, never while the worker borrows it.
         unsafe { (*self.run.local.get()).push_back(d) }
+    }
+
+    /// Pushes the demand `make` builds to the local half, making room first: the demand is
+    /// then written straight into its slot, not built on the stack and copied (a copy that
+    /// stalls on store forwarding, see [`LocalRing`]).
+    ///
+    /// # Safety
+    /// As [`push_local`](Self::push_local).
+    #[inline(always)]
+    pub(crate) unsafe fn push_local_with(&self, make: impl FnOnce() -> T) {
+        debug_assert!(self.is_running_here());
+        // SAFETY: as in `push_local`.
+        unsafe { (*self.run.local.get()).push_back_with(make) }
     }
 
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
@@ -369,7 +383,7 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) fn abandon(&self) {
         // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers are
         // gone: nobody runs it, and a sender claims it only once it is IDLE again (below).
-        for d in unsafe { (*self.run.local.get()).drain(..) } {
+        while let Some(d) = unsafe { (*self.run.local.get()).pop_front() } {
             d.reject();
         }
         self.reject_remote();
@@ -592,7 +606,7 @@ impl<T: QueueItem> EventQueue<T> {
 impl<T: QueueItem> Drop for EventQueue<T> {
     fn drop(&mut self) {
         // Whatever is left was never executed: count it, never lose it silently.
-        for d in self.run.local.get_mut().drain(..) {
+        while let Some(d) = self.run.local.get_mut().pop_front() {
             d.reject();
         }
         while let Some(d) = self.remote.pop() {

@@ -1,6 +1,7 @@
 //! Event queues: where demands wait for the worker thread that runs them.
 
 mod event_queue;
+mod local_ring;
 pub(crate) mod wakeup;
 
 pub(crate) use event_queue::{
