@@ -234,7 +234,9 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// Pushes the demand `make` builds to the local half, making room first: the demand is
     /// then written straight into its slot, not built on the stack and copied (a copy that
-    /// stalls on store forwarding, see [`LocalRing`]).
+    /// stalls on store forwarding, see [`LocalRing`]). A demand built before the call, as
+    /// `push_local` takes it, lives across the ring's growth check and is copied: ThreadRing
+    /// on `one_thread` 36.6-38.5 M hops/s that way, 41-42 M with this one.
     ///
     /// # Safety
     /// As [`push_local`](Self::push_local).

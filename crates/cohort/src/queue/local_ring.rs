@@ -136,12 +136,6 @@ fn read_by_words<T>(slot: &MaybeUninit<T>) -> T {
     unsafe { out.assume_init() }
 }
 
-impl<T> Default for LocalRing<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<T> Drop for LocalRing<T> {
     fn drop(&mut self) {
         while self.pop_front().is_some() {}
