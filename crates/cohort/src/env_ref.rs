@@ -148,7 +148,7 @@ mod tests {
     }
 }
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 mod loom_model {
     use super::*;
     use loom::sync::atomic::AtomicU8;
