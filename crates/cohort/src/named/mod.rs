@@ -37,7 +37,7 @@ use std::sync::{Arc, OnceLock, RwLock, RwLockWriteGuard, Weak};
 mod cache;
 mod log;
 mod queue_group;
-// Loom models never park a worker that sent to a named mailbox (see `queue/wakeup.rs`).
+// Its one caller (`queue/wakeup.rs`) is compiled out under loom.
 #[cfg(not(loom))]
 pub(crate) use cache::release as release_thread_tables;
 pub(crate) use log::Marker;
