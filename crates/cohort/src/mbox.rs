@@ -372,9 +372,9 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
     if queue.is_running_here() {
-        // SAFETY: as in `deliver_direct`'s local path.
+        // SAFETY: as in `deliver_at`'s local path.
         unsafe {
-            queue.push_local(Demand::Message {
+            queue.push_local_with(|| Demand::Message {
                 agent: AgentRef::borrowed_ptr(cell, mbox).counted(counted),
                 msg,
             })
