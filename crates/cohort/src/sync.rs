@@ -42,3 +42,45 @@ impl<T> SegQueue<T> {
         self.0.lock().unwrap().len()
     }
 }
+
+/// A cell handed from thread to thread by a protocol of its owner (no lock of its own), whose
+/// accesses loom checks for data races under `--cfg loom`; a plain `UnsafeCell` otherwise.
+#[cfg(not(loom))]
+pub(crate) struct HandOffCell<T>(std::cell::UnsafeCell<T>);
+
+#[cfg(not(loom))]
+impl<T> HandOffCell<T> {
+    pub(crate) const fn new(v: T) -> Self {
+        Self(std::cell::UnsafeCell::new(v))
+    }
+
+    /// Runs `f` on the value.
+    ///
+    /// # Safety
+    /// No other thread accesses the cell until `f` returns (the owner's protocol says so).
+    #[inline(always)]
+    pub(crate) unsafe fn with_mut<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: exclusive access (caller).
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
+/// A cell handed from thread to thread by a protocol of its owner: loom's checked cell.
+#[cfg(loom)]
+pub(crate) struct HandOffCell<T>(loom::cell::UnsafeCell<T>);
+
+#[cfg(loom)]
+impl<T> HandOffCell<T> {
+    pub(crate) fn new(v: T) -> Self {
+        Self(loom::cell::UnsafeCell::new(v))
+    }
+
+    /// Runs `f` on the value; loom reports an access that races with another.
+    ///
+    /// # Safety
+    /// No other thread accesses the cell until `f` returns (the owner's protocol says so).
+    pub(crate) unsafe fn with_mut<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: exclusive access (caller); loom checks it.
+        self.0.with_mut(|p| f(unsafe { &mut *p }))
+    }
+}

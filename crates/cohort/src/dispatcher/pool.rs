@@ -701,7 +701,19 @@ impl Pool {
             // SAFETY: the queue came out of a run queue, where it was put by whoever won its
             // IDLE -> SCHEDULED transition; nobody else runs it until this turn ends.
             let _running = unsafe { RunningGuard::enter(&*q) };
+            // The demand of the sender that woke the queue, if one did: the oldest, so it runs
+            // first (`adv_thread_pool` puts it at the head of the local half, where the loop
+            // below sorts thread-safe demands from exclusive ones).
             // SAFETY: this thread runs `q` (guard above).
+            if let Some(d) = unsafe { q.take_first() } {
+                if self.policy == Policy::Adv {
+                    // SAFETY: as above.
+                    unsafe { q.unpop_local(d) }
+                } else {
+                    ran += d.run(&q, max);
+                }
+            }
+            // SAFETY: as above.
             unsafe { q.drain_remote(defaults::REMOTE_BATCH) };
             while ran < max {
                 // SAFETY: as above.
