@@ -4,7 +4,7 @@
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
-    AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
+    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
 };
 #[cfg(loom)]
 pub(crate) use loom::thread::{Thread, current as current_thread, park};
@@ -12,7 +12,9 @@ pub(crate) use loom::thread::{Thread, current as current_thread, park};
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
+};
 #[cfg(not(loom))]
 pub(crate) use std::thread::{Thread, current as current_thread, park};
 
@@ -83,4 +85,40 @@ impl<T> HandOffCell<T> {
         // SAFETY: exclusive access (caller); loom checks it.
         self.0.with_mut(|p| f(unsafe { &mut *p }))
     }
+}
+
+/// One step of a short wait for another thread that is in the middle of a write (a sender
+/// between its reservation and its store): spins, then yields its core (the writer may have
+/// been descheduled on a machine with few cores).
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn spin_wait(spins: &mut u32) {
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+    *spins += 1;
+}
+
+/// One step of a wait for another thread: under loom, a yield to the model's scheduler.
+#[cfg(loom)]
+pub(crate) fn spin_wait(spins: &mut u32) {
+    *spins += 1;
+    loom::thread::yield_now();
+}
+
+/// Reads `a` for a wait loop. Under loom a plain load may return an old value again and
+/// again (the model explores each), so a waiting loop there reads with a read-modify-write,
+/// which always sees the latest value.
+#[cfg(not(loom))]
+#[inline]
+pub(crate) fn load_latest(a: &AtomicU64) -> u64 {
+    a.load(Ordering::Acquire)
+}
+
+/// Reads `a` for a wait loop (loom: a read-modify-write, see the other build's doc).
+#[cfg(loom)]
+pub(crate) fn load_latest(a: &AtomicU64) -> u64 {
+    a.fetch_add(0, Ordering::Acquire)
 }

@@ -5,29 +5,32 @@
 //!   currently runs the queue. A send from a handler running on this queue to an agent bound
 //!   to this queue (the whole single-thread path) pushes here: no lock, no atomic
 //!   read-modify-write, no refcount.
-//! - **remote**: a lock-free MPMC segment queue (`crossbeam_queue::SegQueue`) for every other
-//!   sender, followed by a [`Wakeup::notify`]. (A sender that finds an idle pool queue and
-//!   claims it, `IDLE` to `SCHEDULED`, owns it until it hands it to a run queue: it leaves its
-//!   demand in the queue's one-demand `first` slot, next to the state it has just written,
-//!   and the next turn runs it before anything else; see [`EventQueue::push_remote`].) A
-//!   pool queue's one state byte
-//!   says whether it is scheduled and whether its remote half may hold demands (see
-//!   [`REMOTE`]): a remote push sets both in one read-modify-write, a turn ends in idle only
-//!   when neither a local nor a remote demand is left, so no fence and no look at the remote
-//!   half's cache lines on the claim path or at a turn's start and end.
+//! - **remote**: for every other sender. A queue run by a dedicated thread has a lock-free
+//!   MPMC segment queue (`crossbeam_queue::SegQueue`), followed by a [`Wakeup::notify`]. A
+//!   pool queue has a list of blocks whose write index lives in its state word
+//!   ([`remote_blocks`]): a send to a busy pool queue is one compare-and-swap on the state
+//!   (reserving an index and keeping [`SCHEDULED`]) and one slot written; its runner pops
+//!   exactly the indices the state shows, without a fence or a look at the senders' lines.
+//!   A sender that finds an idle pool queue claims it (sets [`SCHEDULED`]) and owns it until
+//!   it hands it to a run queue: it leaves its demand in the queue's one-demand `first` slot,
+//!   next to the state it has just written, and the next turn runs it before anything else
+//!   (see [`EventQueue::push_remote`]). A turn ends in idle only when it has read the remote
+//!   half up to the state's index and its local half is empty, so a push is never left
+//!   behind, and no turn needs a fence to know.
 //!
 //! The worker only ever executes from the local half; it moves the remote half to the local
 //! tail in batches ([`EventQueue::drain_remote`]). So the local half is the queue's one
 //! total order, and FIFO holds per sender: a given sender thread always uses the same half.
 
 use super::local_ring::LocalRing;
+use super::remote_blocks::{self, Before, Block, Head, Tail};
 use super::wakeup::Wakeup;
 use crate::demand::Demand;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
-use crate::sync::AtomicU8;
-use crate::sync::{AtomicBool, AtomicUsize, HandOffCell, SegQueue};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, HandOffCell, SegQueue};
 use std::cell::{Cell, UnsafeCell};
+use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -111,27 +114,33 @@ pub(crate) trait Schedule<T: QueueItem>: Send + Sync {
 
 /// Who runs the queue, and so how a sender makes it run.
 enum Notifier<T: QueueItem> {
-    /// A dedicated worker thread, woken from its park.
-    Thread(Wakeup),
-    /// A pool's workers: the queue is scheduled when it goes from idle to having work.
+    /// A dedicated worker thread, woken from its park; the queue's remote half is a
+    /// `SegQueue` (which any thread may sweep once the worker has exited).
+    Thread(Box<ThreadSide<T>>),
+    /// A pool's workers: the queue is scheduled when it goes from idle to having work; its
+    /// remote half is the list of blocks of [`remote_blocks`], indexed by the state.
     Pool { scheduler: Arc<dyn Schedule<T>> },
 }
 
-/// Pool queue state: no flag set. Nobody holds the queue, and its remote half holds nothing
-/// but the demands of pushes still on their way to flagging [`REMOTE`] (every push there sets
-/// it after it, and only a runner that has drained the remote half clears it, before a turn
-/// can end in `IDLE`); such a pusher schedules the queue itself.
-const IDLE: u8 = 0;
+/// What a queue run by a dedicated thread has that a pool queue has not.
+struct ThreadSide<T> {
+    wakeup: Wakeup,
+    remote: SegQueue<T>,
+}
+
 /// Pool queue state flag: the queue is in a run queue, a LIFO slot or a worker's turn, and
-/// exactly one party holds it.
-const SCHEDULED: u8 = 1;
-/// Pool queue state flag: the remote half may hold demands. Set by every remote push, after
-/// it and together with [`SCHEDULED`] (one read-modify-write: the pusher that finds the queue
-/// idle schedules it); cleared by the runner before it drains the remote half. A turn ends
-/// in `IDLE` only from exactly `SCHEDULED`, so no push is left behind, and the worker and a
-/// sender that claims an idle queue never read the remote half's two cache lines to know
-/// whether it is empty.
-const REMOTE: u8 = 2;
+/// exactly one party holds it. Without it the queue is idle: nobody holds it and its remote
+/// half is empty (a turn ends in idle only when it has read up to the state's index).
+const SCHEDULED: u64 = 1;
+/// Pool queue state: the remote half's write index sits above the flag; one remote push
+/// adds this (see [`remote_blocks`]).
+const ONE_PUSH: u64 = 2;
+
+/// The remote half's write index in a state word.
+#[inline]
+fn tail_index(state: u64) -> u64 {
+    state / ONE_PUSH
+}
 
 /// The demand queue of one or more agents.
 ///
@@ -147,7 +156,6 @@ const REMOTE: u8 = 2;
 /// x 64 B, work_stealing 6.4-6.6 to 6.9-7.5 M msg/s). A queue is 512 bytes.
 #[repr(C)]
 pub(crate) struct EventQueue<T: QueueItem = Demand> {
-    remote: SegQueue<T>,
     notifier: Notifier<T>,
     /// Messages that reached an agent before its `start` ran, by cell address, replayed right
     /// after `start` (rare: kept here rather than in every agent).
@@ -160,6 +168,10 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     closed: AtomicBool,
     /// Set by the worker when it has exited: nothing will run this queue again.
     retired: AtomicBool,
+    /// `adv_thread_pool`: thread-safe demands of this queue running on other workers, plus
+    /// [`SHARED_WAITING`] while an exclusive demand waits for them to finish. (Here, not on
+    /// the runner's line: written by other workers, only on `adv_thread_pool`.)
+    shared_in_flight: AtomicUsize,
     senders: SendersLine<T>,
     run: RunnerLine<T>,
 }
@@ -170,17 +182,22 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
 /// worker that runs the turn reads it once.
 #[repr(C, align(64))]
 struct SendersLine<T: QueueItem> {
-    /// The demand of the sender that claimed the queue (`IDLE` to `SCHEDULED`), taken by the
+    /// The demand of the sender that claimed the idle queue (set [`SCHEDULED`]), taken by the
     /// next turn before anything else (it is the oldest: the queue was empty). Written only by
     /// that sender, before it hands the queue to a run queue; read only by the queue's runner.
-    first: HandOffCell<Option<T>>,
-    /// Pool queues: [`IDLE`], or [`SCHEDULED`] with or without [`REMOTE`].
-    state: AtomicU8,
+    /// Initialised when `has_first` says so (an `Option` would take a line and a half).
+    first: HandOffCell<MaybeUninit<T>>,
+    /// Pool queues: the remote half's write index (times [`ONE_PUSH`]) and [`SCHEDULED`].
+    state: AtomicU64,
+    /// Pool queues: the remote half's senders' end (see [`remote_blocks`]).
+    remote_tail: Tail<T>,
     /// `work_stealing`: the pool worker that last began a turn of this queue (its *home*),
     /// where a send from outside the pool schedules it again. A hint, not part of the claim
     /// protocol (relaxed; a stale value only costs locality), so a std atomic even under
     /// loom. Stored only when it changes.
     home: std::sync::atomic::AtomicU32,
+    /// Whether `first` holds a demand; handed over with it.
+    has_first: HandOffCell<bool>,
 }
 
 /// The part of an [`EventQueue`] that its runner writes at every demand, on a cache line of
@@ -188,9 +205,8 @@ struct SendersLine<T: QueueItem> {
 #[repr(C, align(64))]
 struct RunnerLine<T: QueueItem> {
     local: UnsafeCell<LocalRing<T>>,
-    /// `adv_thread_pool`: thread-safe demands of this queue running on other workers, plus
-    /// [`SHARED_WAITING`] while an exclusive demand waits for them to finish.
-    shared_in_flight: AtomicUsize,
+    /// Pool queues: the remote half's runner's end (see [`remote_blocks`]).
+    remote_head: Head<T>,
 }
 
 /// The flag in `shared_in_flight`: the last thread-safe demand to finish schedules the queue.
@@ -206,7 +222,13 @@ unsafe impl<T: QueueItem> Send for EventQueue<T> {}
 impl<T: QueueItem> EventQueue<T> {
     /// A queue run by a dedicated worker thread.
     pub(crate) fn new() -> Self {
-        Self::with_notifier(Notifier::Thread(Wakeup::new()), usize::MAX)
+        Self::with_notifier(
+            Notifier::Thread(Box::new(ThreadSide {
+                wakeup: Wakeup::new(),
+                remote: SegQueue::new(),
+            })),
+            usize::MAX,
+        )
     }
 
     /// A queue run by the workers of a pool, `max_batch` demands per turn.
@@ -216,21 +238,23 @@ impl<T: QueueItem> EventQueue<T> {
 
     fn with_notifier(notifier: Notifier<T>, max_batch: usize) -> Self {
         Self {
-            remote: SegQueue::new(),
             notifier,
             early: UnsafeCell::new(Vec::new()),
             max_batch: u32::try_from(max_batch).unwrap_or(u32::MAX),
             priority: 0,
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
+            shared_in_flight: AtomicUsize::new(0),
             senders: SendersLine {
-                first: HandOffCell::new(None),
-                state: AtomicU8::new(IDLE),
+                first: HandOffCell::new(MaybeUninit::uninit()),
+                state: AtomicU64::new(0),
+                remote_tail: Tail::new(),
                 home: std::sync::atomic::AtomicU32::new(0),
+                has_first: HandOffCell::new(false),
             },
             run: RunnerLine {
                 local: UnsafeCell::new(LocalRing::new()),
-                shared_in_flight: AtomicUsize::new(0),
+                remote_head: Head::new(),
             },
         }
     }
@@ -272,63 +296,105 @@ impl<T: QueueItem> EventQueue<T> {
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
         last_log::forget();
-        if let Notifier::Pool { scheduler } = &self.notifier
-            && self.senders.state.load(Ordering::Relaxed) == IDLE
-            && self
-                .senders
-                .state
-                .compare_exchange(IDLE, SCHEDULED, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        {
-            // An idle pool queue that this sender just claimed: nobody runs it until it is
-            // handed to a run queue below, so the sender may leave its demand in the queue's
-            // `first` slot, on the line it has just written (acquire above: the last runner's
-            // release of IDLE, after it took the slot's previous demand), and save the remote
-            // push and pop. Its remote half holds none of this sender's earlier demands (`IDLE`
-            // has no `REMOTE`, and each of them flagged it before this claim): they ran before
-            // the queue went idle, so FIFO per sender holds. A push racing with this claim
-            // flags `REMOTE` and is drained by the next turn, after this demand.
-            // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only
-            // user, and the slot is empty (every turn takes it; nothing else fills it).
-            unsafe {
-                self.senders.first.with_mut(|first| {
-                    debug_assert!(first.is_none());
-                    // No drop of the old value (there is none): a plain store.
-                    ptr::write(first, Some(d));
-                })
-            };
-            scheduler.schedule(self.arc());
-            return;
-        }
-        self.remote.push(d);
-        self.announce();
-    }
-
-    /// Makes the queue run after remote pushes: wakes its worker or schedules it.
-    #[inline]
-    pub(crate) fn announce(&self) {
         match &self.notifier {
-            Notifier::Thread(wakeup) => {
-                wakeup.notify();
+            Notifier::Thread(side) => {
+                side.remote.push(d);
+                side.wakeup.notify();
                 // `notify` ends with a SeqCst fence: either the exiting worker sees this push
                 // in its last sweep, or we see `retired` here and sweep ourselves.
                 if self.retired.load(Ordering::Relaxed) {
                     self.reject_remote();
                 }
             }
-            Notifier::Pool { scheduler } => {
-                // One read-modify-write on the state, after the push: either the runner's
-                // turn-ending compare-exchange (exactly SCHEDULED to IDLE) comes first, and
-                // this finds the queue idle and schedules it, or it comes after, fails on
-                // `REMOTE`, and the runner runs the queue again. Release: the runner that
-                // clears `REMOTE` (acquire) sees the push.
-                let old = self
-                    .senders
-                    .state
-                    .fetch_or(SCHEDULED | REMOTE, Ordering::AcqRel);
-                if old & SCHEDULED == 0 {
-                    scheduler.schedule(self.arc());
+            Notifier::Pool { scheduler } => self.push_pooled(d, &**scheduler),
+        }
+    }
+
+    /// A pool queue's remote push: one compare-and-swap on the state either claims the idle
+    /// queue or reserves an index of the remote half (see [`remote_blocks`]).
+    #[inline]
+    fn push_pooled(&self, d: T, scheduler: &dyn Schedule<T>) {
+        let state = &self.senders.state;
+        // A fresh block, made before the reservation of a block's last slot (so that the
+        // senders waiting on the marker wait for a store, not an allocation).
+        let (tail, head) = (&self.senders.remote_tail, &self.run.remote_head);
+        // A block for the next link, taken before the reservation of a block's last slot (so
+        // that the senders waiting on the marker wait for stores, not an allocation).
+        let mut next: *mut Block<T> = ptr::null_mut();
+        let mut spins = 0;
+        // Acquire: a state past a marker comes with the block linked before it.
+        let mut s = state.load(Ordering::Acquire);
+        loop {
+            if s & SCHEDULED == 0 {
+                if let Err(now) = state.compare_exchange_weak(
+                    s,
+                    s | SCHEDULED,
+                    // Release too: every write of the state both acquires and releases, so a
+                    // sender that reads an index also reads the blocks linked before it,
+                    // whoever wrote the state last (not only through release sequences).
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    s = now;
+                    continue;
                 }
+                // An idle pool queue that this sender just claimed: nobody runs it until it
+                // is handed to a run queue below, so the sender may leave its demand in the
+                // queue's `first` slot, on the line it has just written (acquire above: the
+                // last runner's release of the idle state, after it took the slot's previous
+                // demand), and save the remote push and pop. Its remote half is empty (a turn
+                // ends in idle only when it has read up to the index), so this sender's
+                // earlier demands ran before, and FIFO per sender holds. A push racing with
+                // this claim reserves an index and runs after this demand.
+                // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only
+                // user, and the slot is empty (every turn takes it; nothing else fills it).
+                unsafe {
+                    self.senders.has_first.with_mut(|has| {
+                        debug_assert!(!*has);
+                        *has = true;
+                    });
+                    self.senders
+                        .first
+                        .with_mut(|first| *first = MaybeUninit::new(d));
+                };
+                if !next.is_null() {
+                    head.give_back(next);
+                }
+                scheduler.schedule(self.arc());
+                return;
+            }
+            let index = tail_index(s);
+            if let Before::Wait = remote_blocks::before(index) {
+                // Another sender is linking the next block in.
+                crate::sync::spin_wait(&mut spins);
+                s = crate::sync::load_latest(state);
+                continue;
+            }
+            if remote_blocks::is_last_slot(index) && next.is_null() {
+                next = head.take_block();
+            }
+            let block = tail.block(head);
+            // Release: the runner that reads this index (acquire) reads the blocks linked
+            // before it; the value itself is published by its slot's tag.
+            match state.compare_exchange_weak(s, s + ONE_PUSH, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    let step = || {
+                        state.fetch_add(ONE_PUSH, Ordering::AcqRel);
+                    };
+                    // SAFETY: this sender reserved `index` (the exchange above), `block` is the
+                    // tail block read after a state that had `index` (acquire), and `next` is
+                    // set when `index` is a block's last slot.
+                    unsafe { tail.write(block, index, next, step, d) };
+                    if !remote_blocks::is_last_slot(index) && !next.is_null() {
+                        // Taken for a last slot that another sender got.
+                        head.give_back(next);
+                    }
+                    // The queue was scheduled (not idle: see above): its runner reads up to the
+                    // new index before its turn can end in idle.
+                    return;
+                }
+                Err(now) => s = now,
             }
         }
     }
@@ -394,15 +460,19 @@ impl<T: QueueItem> EventQueue<T> {
         };
         let state = &self.senders.state;
         // SAFETY: the state is still SCHEDULED, so no other runner can start (senders only
-        // claim or schedule an IDLE queue): nobody touches the local half while we read it.
+        // claim or schedule an idle queue): nobody touches the local half while we read it.
         if unsafe { !(*self.run.local.get()).is_empty() } {
             return true;
         }
-        // Idle only if no remote push came since the drain (see `REMOTE`); otherwise the
-        // queue stays scheduled and runs again. Release: a sender that claims the idle queue
-        // then fills its local half.
+        // Idle only if the runner has read the remote half up to the state's index (no push
+        // since, none left by a drain that stopped at its limit); otherwise the queue stays
+        // scheduled and runs again. Release: a sender that claims the idle queue then fills
+        // its `first` slot.
+        // SAFETY: the caller ran this queue and nobody else reads the head.
+        let head = unsafe { self.run.remote_head.index() };
+        let busy = (head * ONE_PUSH) | SCHEDULED;
         state
-            .compare_exchange(SCHEDULED, IDLE, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(busy, busy & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
             .is_err()
     }
 
@@ -420,7 +490,7 @@ impl<T: QueueItem> EventQueue<T> {
     #[cold]
     pub(crate) fn abandon(&self) {
         // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers are
-        // gone: nobody runs it, and a sender claims it only once it is IDLE again (below).
+        // gone: nobody runs it, and a sender claims it only once it is idle again (below).
         if let Some(d) = unsafe { self.take_first() } {
             d.reject();
         }
@@ -428,20 +498,24 @@ impl<T: QueueItem> EventQueue<T> {
         while let Some(d) = unsafe { (*self.run.local.get()).pop_front() } {
             d.reject();
         }
-        self.reject_remote();
-        if let Notifier::Pool { .. } = &self.notifier {
-            let state = &self.senders.state;
-            // A read-modify-write: it reads the `REMOTE` of any push that came in between,
-            // so the sweep below sees that push.
-            state.swap(IDLE, Ordering::AcqRel);
+        // Then the remote half, up to an index that no push passed before the queue went
+        // idle (as a turn ends).
+        // SAFETY: as above: this thread holds the queue, the runner's end is its own.
+        while unsafe { self.finish_turn() } {
+            // SAFETY: as above.
+            while let Some(d) = unsafe { self.pop_remote() } {
+                d.reject();
+            }
         }
-        self.reject_remote();
     }
 
+    /// A queue run by a dedicated thread: rejects its remote half (that thread has exited).
     #[cold]
     pub(crate) fn reject_remote(&self) {
-        while let Some(d) = self.remote.pop() {
-            d.reject();
+        if let Notifier::Thread(side) = &self.notifier {
+            while let Some(d) = side.remote.pop() {
+                d.reject();
+            }
         }
     }
 
@@ -476,7 +550,20 @@ impl<T: QueueItem> EventQueue<T> {
         // SAFETY: the slot is written only by the claiming sender before the queue was
         // scheduled (the run queue's hand-off orders it before this turn), and read only by
         // the runner (caller).
-        unsafe { self.senders.first.with_mut(Option::take) }
+        unsafe {
+            if !self
+                .senders
+                .has_first
+                .with_mut(|has| std::mem::replace(has, false))
+            {
+                return None;
+            }
+            Some(
+                self.senders
+                    .first
+                    .with_mut(|first| first.assume_init_read()),
+            )
+        }
     }
 
     /// Puts a popped demand back at the head of the local half.
@@ -490,15 +577,15 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// `adv_thread_pool`: a thread-safe demand of this queue leaves to run on some worker.
     pub(crate) fn shared_started(&self) {
-        self.run.shared_in_flight.fetch_add(1, Ordering::AcqRel);
+        self.shared_in_flight.fetch_add(1, Ordering::AcqRel);
     }
 
     /// `adv_thread_pool`: a thread-safe demand has finished. Returns true if it was the last
     /// one and an exclusive demand waits: the caller must schedule the queue.
     pub(crate) fn shared_finished(&self) -> bool {
         // AcqRel: what the handler did happens before the exclusive demand that follows.
-        if self.run.shared_in_flight.fetch_sub(1, Ordering::AcqRel) == SHARED_WAITING | 1 {
-            self.run.shared_in_flight.store(0, Ordering::Release);
+        if self.shared_in_flight.fetch_sub(1, Ordering::AcqRel) == SHARED_WAITING | 1 {
+            self.shared_in_flight.store(0, Ordering::Release);
             return true;
         }
         false
@@ -507,7 +594,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// `adv_thread_pool`: true if no thread-safe demand of this queue runs, so an exclusive
     /// one may go ahead.
     pub(crate) fn shared_idle(&self) -> bool {
-        self.run.shared_in_flight.load(Ordering::Acquire) == 0
+        self.shared_in_flight.load(Ordering::Acquire) == 0
     }
 
     /// `adv_thread_pool`: the queue's runner has an exclusive demand to run but saw
@@ -519,7 +606,6 @@ impl<T: QueueItem> EventQueue<T> {
     /// in between: the runner goes on.
     pub(crate) fn wait_for_shared(&self) -> bool {
         if self
-            .run
             .shared_in_flight
             .fetch_or(SHARED_WAITING, Ordering::AcqRel)
             != 0
@@ -527,7 +613,7 @@ impl<T: QueueItem> EventQueue<T> {
             return true;
         }
         // They all finished in between: clear the flag and go ahead.
-        self.run.shared_in_flight.store(0, Ordering::Release);
+        self.shared_in_flight.store(0, Ordering::Release);
         false
     }
 
@@ -538,48 +624,50 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) unsafe fn drain_remote(&self, max: usize) -> usize {
         match &self.notifier {
             Notifier::Pool { .. } => {
-                let state = &self.senders.state;
-                // The common case, nothing from other threads: one load of the state, which
-                // the turn touches anyway. A push racing with this load fails the turn's end
-                // (`finish_turn`), which runs the queue again.
-                if state.load(Ordering::Relaxed) & REMOTE == 0 {
-                    return 0;
-                }
-                // Acquire: the pushes flagged so far are visible to the pops below.
-                state.fetch_and(!REMOTE, Ordering::Acquire);
-                // SAFETY: the caller runs this queue.
-                let n = unsafe { self.move_remote(max) };
-                if n == max {
-                    // Some may be left: keep the flag (at worst one turn that finds nothing).
-                    state.fetch_or(REMOTE, Ordering::Relaxed);
+                // One load of the state, which the turn touches anyway, says how many were
+                // pushed (acquire: with the blocks they went to). A push after it fails the
+                // turn's end (`finish_turn`), which runs the queue again.
+                let tail = tail_index(self.senders.state.load(Ordering::Acquire));
+                // SAFETY: the caller runs this queue: the head is its alone.
+                let head = &self.run.remote_head;
+                let mut n = 0;
+                while n < max {
+                    // SAFETY: as above.
+                    let Some(d) = (unsafe { head.pop(tail) }) else {
+                        break;
+                    };
+                    // SAFETY: the caller runs this queue.
+                    unsafe { self.push_local(d) };
+                    n += 1;
                 }
                 n
             }
-            Notifier::Thread(_) => {
+            Notifier::Thread(side) => {
                 // Two loads, where an empty `pop` costs a full fence; a push racing with
                 // this check is seen by the worker's next look.
-                if !self.has_remote() {
+                if side.remote.is_empty() {
                     return 0;
                 }
-                // SAFETY: the caller runs this queue.
-                unsafe { self.move_remote(max) }
+                let mut n = 0;
+                while n < max {
+                    let Some(d) = side.remote.pop() else { break };
+                    // SAFETY: the caller runs this queue.
+                    unsafe { self.push_local(d) };
+                    n += 1;
+                }
+                n
             }
         }
     }
 
-    /// Moves up to `max` demands from the remote half to the local tail.
+    /// A pool queue: takes the next demand of the remote half, if one was pushed by now.
     ///
     /// # Safety
-    /// The caller runs this queue.
-    unsafe fn move_remote(&self, max: usize) -> usize {
-        let mut n = 0;
-        while n < max {
-            let Some(d) = self.remote.pop() else { break };
-            // SAFETY: the caller runs this queue.
-            unsafe { self.push_local(d) };
-            n += 1;
-        }
-        n
+    /// The caller runs (or holds) this queue.
+    unsafe fn pop_remote(&self) -> Option<T> {
+        let tail = tail_index(self.senders.state.load(Ordering::Acquire));
+        // SAFETY: caller: the head is its alone.
+        unsafe { self.run.remote_head.pop(tail) }
     }
 
     /// Keeps a message that reached agent `cell` before its `start` ran.
@@ -622,38 +710,51 @@ impl<T: QueueItem> EventQueue<T> {
     /// The caller runs this queue.
     pub(crate) unsafe fn len_here(&self) -> usize {
         // SAFETY: only the running thread touches `local` and `first` (caller).
+        let remote = match &self.notifier {
+            Notifier::Thread(side) => side.remote.len(),
+            Notifier::Pool { .. } => {
+                let tail = tail_index(self.senders.state.load(Ordering::Acquire));
+                // SAFETY: the caller runs this queue: the head is its alone.
+                let head = unsafe { self.run.remote_head.index() };
+                usize::try_from(remote_blocks::count(head, tail)).unwrap_or(usize::MAX)
+            }
+        };
+        // SAFETY: only the running thread touches `local` and `first` (caller).
         unsafe {
-            usize::from(self.senders.first.with_mut(|f| f.is_some()))
+            usize::from(self.senders.has_first.with_mut(|has| *has))
                 + (*self.run.local.get()).len()
-                + self.remote.len()
+                + remote
         }
     }
 
-    /// True when the remote half has demands.
+    /// A queue run by a dedicated thread: true when its remote half has demands.
     #[inline]
     pub(crate) fn has_remote(&self) -> bool {
-        !self.remote.is_empty()
+        match &self.notifier {
+            Notifier::Thread(side) => !side.remote.is_empty(),
+            Notifier::Pool { .. } => false,
+        }
     }
 
     /// Sleeps until a remote push or a close (the caller spins first).
     pub(crate) fn sleep(&self) {
-        if let Notifier::Thread(wakeup) = &self.notifier {
-            wakeup.sleep(|| self.has_remote() || self.is_closed());
+        if let Notifier::Thread(side) = &self.notifier {
+            side.wakeup.sleep(|| self.has_remote() || self.is_closed());
         }
     }
 
     /// Registers the calling thread as this queue's worker for wake-ups.
     pub(crate) fn register_worker(&self) {
-        if let Notifier::Thread(wakeup) = &self.notifier {
-            wakeup.register_current();
+        if let Notifier::Thread(side) = &self.notifier {
+            side.wakeup.register_current();
         }
     }
 
     /// Asks the worker to exit once the queue is empty.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        if let Notifier::Thread(wakeup) = &self.notifier {
-            wakeup.force();
+        if let Notifier::Thread(side) = &self.notifier {
+            side.wakeup.force();
         }
     }
 
@@ -672,8 +773,17 @@ impl<T: QueueItem> Drop for EventQueue<T> {
         while let Some(d) = self.run.local.get_mut().pop_front() {
             d.reject();
         }
-        while let Some(d) = self.remote.pop() {
-            d.reject();
+        match &self.notifier {
+            Notifier::Thread(side) => {
+                while let Some(d) = side.remote.pop() {
+                    d.reject();
+                }
+            }
+            Notifier::Pool { .. } => {
+                let tail = tail_index(self.senders.state.load(Ordering::Acquire));
+                // SAFETY: `&mut self`: no sender is left.
+                unsafe { self.run.remote_head.free_all(tail, T::reject) };
+            }
         }
     }
 }
@@ -742,14 +852,17 @@ mod loom_model {
                 // SAFETY: this worker took the queue from the run queue.
                 let _g = unsafe { RunningGuard::enter(&*q) };
                 // One at a time: the claiming sender's item first, else the local half after
-                // a drain that stops with demands left (it keeps `REMOTE` set).
+                // a drain of one (a turn that leaves some ends scheduled).
                 // SAFETY: as above.
                 let next = unsafe { q.take_first() }.or_else(|| unsafe {
                     q.drain_remote(1);
                     q.pop_local()
                 });
-                if let Some(it) = next {
-                    log.lock().unwrap().push(it);
+                match next {
+                    Some(it) => log.lock().unwrap().push(it),
+                    // A sender between its reservation and its write: a real worker goes on
+                    // to other queues; the model lets the other threads run.
+                    None => loom::thread::yield_now(),
                 }
             }
             in_turn.store(false, SeqCst);
@@ -761,7 +874,11 @@ mod loom_model {
     }
 
     fn check(producers: u8, per_producer: u8, workers: usize) {
-        loom::model(move || {
+        let mut model = loom::model::Builder::new();
+        // A sender waiting on a marker or a runner on a slot being written spins (yielding to
+        // the model): paths are longer than loom's default allows.
+        model.max_branches = 20_000;
+        model.check(move || {
             let rq = Arc::new(RunQueue::default());
             let q = Arc::new(EventQueue::<Item>::pooled(rq.clone(), 1));
             let log = Arc::new(Mutex::new(Vec::new()));
@@ -820,6 +937,13 @@ mod loom_model {
     #[test]
     fn pooled_queue_two_producers_two_items_one_worker() {
         check(2, 2, 1);
+    }
+
+    /// Enough remote pushes to fill a block (two slots under loom) and link the next, while
+    /// the worker reads: the marker, the link, the spare block's reuse.
+    #[test]
+    fn pooled_queue_crosses_remote_blocks() {
+        check(1, 5, 1);
     }
 
     /// `adv_thread_pool`: thread-safe demands run on other threads (reading the agent); the
@@ -895,14 +1019,13 @@ mod loom_model {
 mod layout_tests {
     use super::*;
 
-    /// The senders' line and the runner's line are apart: a queue is 512 bytes (the remote
-    /// half's two ends, 128 each; one line for what never changes, one each for senders and
-    /// the runner; 64 bytes of padding to the remote half's 128-byte alignment).
+    /// Three lines apart: what never changes, what senders write, what the runner writes. A
+    /// queue is 192 bytes (its remote half's blocks come with its first remote push).
     #[test]
     fn senders_and_runner_use_separate_lines() {
-        assert_eq!(std::mem::size_of::<EventQueue>(), 512);
-        assert_eq!(std::mem::offset_of!(EventQueue, senders), 320);
-        assert_eq!(std::mem::offset_of!(EventQueue, run), 384);
+        assert_eq!(std::mem::size_of::<EventQueue>(), 192);
+        assert_eq!(std::mem::offset_of!(EventQueue, senders), 64);
+        assert_eq!(std::mem::offset_of!(EventQueue, run), 128);
         assert_eq!(std::mem::size_of::<SendersLine<Demand>>(), 64);
         assert_eq!(std::mem::size_of::<RunnerLine<Demand>>(), 64);
     }

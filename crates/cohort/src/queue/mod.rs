@@ -2,6 +2,7 @@
 
 mod event_queue;
 mod local_ring;
+mod remote_blocks;
 pub(crate) mod wakeup;
 
 pub(crate) use event_queue::{

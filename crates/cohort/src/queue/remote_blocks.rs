@@ -1,0 +1,316 @@
+//! The remote half of a pool queue: an unbounded multi-producer, single-consumer list of
+//! blocks whose write index lives in the queue's state word.
+//!
+//! ```text
+//!  senders' line:  state = [ write index | SCHEDULED ]      Tail.block ──────────┐
+//!                                                                                ▼
+//!  runner line:    Head { index, block ──► [slot 0 .. slot BLOCK_CAP-1 | next] ──► [...] }
+//!                       spare ──► [a block read to its end, kept for the next link]
+//! ```
+//!
+//! A sender reserves index `i` in the same compare-and-swap that flags the queue (so a send
+//! to a busy queue touches the state's line and one slot, nothing else), writes slot
+//! `i % LAP` of the tail block and tags the slot with `i`'s lap. The runner knows from the
+//! state how many indices are reserved, pops exactly those, and never reads a sender's line
+//! to learn whether the queue is empty: no fence, no look at a tail, no compare-and-swap on a
+//! head. A slot whose sender is between its reservation and its write stops the drain there
+//! (the runner does not wait for it): the turn cannot end idle with the head behind the
+//! index, so the queue runs again and finds it written.
+//! Offset `BLOCK_CAP` of each lap is a marker: the sender that took a block's last slot links
+//! the next block in and steps the index over the marker; other senders wait meanwhile. A
+//! block read to its end goes back to the queue as its `spare`, which the next link reuses:
+//! a queue that keeps receiving allocates nothing (a block allocated by a sender and freed by
+//! the runner, as `crossbeam_queue::SegQueue` does, costs a trip through the allocator's
+//! shared arena every block). The first block is linked by the first remote push, so a queue
+//! that is only ever woken from idle (its demand in `first`) never allocates one.
+
+use crate::sync::{AtomicPtr, AtomicU64, HandOffCell, Ordering};
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::ptr;
+
+/// Slots per block.
+#[cfg(not(loom))]
+pub(crate) const BLOCK_CAP: u64 = 31;
+/// Slots per block (small under loom, so that a model crosses blocks).
+#[cfg(loom)]
+pub(crate) const BLOCK_CAP: u64 = 3;
+/// Indices per block: its slots and the marker.
+pub(crate) const LAP: u64 = BLOCK_CAP + 1;
+
+struct Slot<T> {
+    value: HandOffCell<MaybeUninit<T>>,
+    /// The lap (plus one) of the index whose value the slot holds, stored (release) once the
+    /// value is written: a block reused for a later lap needs no reset.
+    lap: AtomicU64,
+}
+
+/// A block of slots, linked to the next once its last slot is taken.
+pub(crate) struct Block<T> {
+    slots: [Slot<T>; BLOCK_CAP as usize],
+    next: AtomicPtr<Block<T>>,
+}
+
+impl<T> Block<T> {
+    fn alloc() -> *mut Block<T> {
+        Box::into_raw(Box::new(Block {
+            slots: std::array::from_fn(|_| Slot {
+                value: HandOffCell::new(MaybeUninit::uninit()),
+                lap: AtomicU64::new(0),
+            }),
+            next: AtomicPtr::new(ptr::null_mut()),
+        }))
+    }
+
+    /// # Safety
+    /// `b` came from [`Block::alloc`], and no thread touches it after this call.
+    unsafe fn free(b: *mut Block<T>) {
+        // SAFETY: caller.
+        drop(unsafe { Box::from_raw(b) });
+    }
+}
+
+/// The tag of index `i`'s slot once written.
+#[inline]
+fn lap_tag(i: u64) -> u64 {
+    i / LAP + 1
+}
+
+/// How many values the indices `from..to` hold (markers left out).
+#[inline]
+pub(crate) fn count(from: u64, to: u64) -> u64 {
+    let values = |i: u64| i / LAP * BLOCK_CAP + (i % LAP).min(BLOCK_CAP);
+    values(to) - values(from)
+}
+
+/// What a sender must do before it reserves index `i`.
+pub(crate) enum Before {
+    /// Reserve it.
+    Reserve,
+    /// Wait and read the state again: another sender is linking the next block in.
+    Wait,
+}
+
+/// Whether index `i` can be reserved now (`Before::Wait` on a marker).
+#[inline]
+pub(crate) fn before(i: u64) -> Before {
+    if i % LAP == BLOCK_CAP {
+        Before::Wait
+    } else {
+        Before::Reserve
+    }
+}
+
+/// True when index `i` is a block's last slot: its sender links the next block.
+#[inline]
+pub(crate) fn is_last_slot(i: u64) -> bool {
+    i % LAP + 1 == BLOCK_CAP
+}
+
+/// The senders' end: the block that the state's write index falls in (null until the first
+/// remote push).
+pub(crate) struct Tail<T> {
+    block: AtomicPtr<Block<T>>,
+}
+
+impl<T> Tail<T> {
+    pub(crate) fn new() -> Self {
+        Self {
+            block: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// The tail block, to be read after the state (acquire) and before the reservation;
+    /// links the first block in if there is none yet.
+    #[inline]
+    pub(crate) fn block(&self, head: &Head<T>) -> *mut Block<T> {
+        let b = self.block.load(Ordering::Acquire);
+        if !b.is_null() {
+            return b;
+        }
+        self.link_first(head)
+    }
+
+    #[cold]
+    fn link_first(&self, head: &Head<T>) -> *mut Block<T> {
+        let fresh = head.take_block();
+        // The head's block goes from null to the first block once, and whoever sets it
+        // publishes it as the tail block; the others use the block it set. The runner reads
+        // the head's block only after an index reserved by a sender that read one of the two
+        // (acquire-release all along).
+        match head.block.compare_exchange(
+            ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                // Only from null: a sender that got the first block from the head may have
+                // linked the next one already (then this one is not the tail any more).
+                let _ = self.block.compare_exchange(
+                    ptr::null_mut(),
+                    fresh,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                fresh
+            }
+            Err(first) => {
+                head.give_back(fresh);
+                first
+            }
+        }
+    }
+
+    /// The sender's part of a push, after its reservation of index `i` in `block`: links
+    /// `next` in if `i` is the block's last slot, then writes the value and tags the slot.
+    ///
+    /// # Safety
+    /// The caller reserved `i` (its compare-and-swap moved the state's index from `i`),
+    /// `block` is what [`Tail::block`] returned before that reservation, and `next` is a block
+    /// from [`Head::take_block`] when [`is_last_slot`]`(i)` (ignored otherwise).
+    #[inline]
+    pub(crate) unsafe fn write(
+        &self,
+        block: *mut Block<T>,
+        i: u64,
+        next: *mut Block<T>,
+        step_over_marker: impl FnOnce(),
+        value: T,
+    ) {
+        if is_last_slot(i) {
+            // The index now rests on the marker and every other sender waits for the new
+            // block, installed before the index leaves the marker (release: a sender that
+            // reads the index past it reads this block). `next` before this slot's value, so
+            // the runner that has read the value finds the link.
+            self.block.store(next, Ordering::Release);
+            step_over_marker();
+            // SAFETY: the caller reserved a slot of `block`, which lives until the runner has
+            // read every one of its slots, this one included (written below).
+            unsafe { (*block).next.store(next, Ordering::Release) };
+        }
+        // SAFETY: as above.
+        let slot = unsafe { &(*block).slots[(i % LAP) as usize] };
+        // SAFETY: this sender is the slot's only writer in this lap (one reservation per
+        // index), and the runner reads it only after the tag (and is done with the previous
+        // lap's value: the block came back through `spare`, release-acquire).
+        unsafe { slot.value.with_mut(|v| *v = MaybeUninit::new(value)) };
+        slot.lap.store(lap_tag(i), Ordering::Release);
+    }
+}
+
+/// The runner's end: its read index, the block that holds it, and a block kept for reuse.
+pub(crate) struct Head<T> {
+    /// The next index to read; the runner's alone.
+    index: UnsafeCell<u64>,
+    /// The block that holds `index`: set once by the first remote push, then by the runner.
+    block: AtomicPtr<Block<T>>,
+    /// A block read to its end, for the next sender that links a block in.
+    spare: AtomicPtr<Block<T>>,
+}
+
+impl<T> Head<T> {
+    pub(crate) fn new() -> Self {
+        Self {
+            index: UnsafeCell::new(0),
+            block: AtomicPtr::new(ptr::null_mut()),
+            spare: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// A block for a sender to link in: the spare if there is one, else a new one.
+    #[inline]
+    pub(crate) fn take_block(&self) -> *mut Block<T> {
+        // Acquire: the runner's release of the spare, after its last read of it.
+        let b = self.spare.swap(ptr::null_mut(), Ordering::Acquire);
+        if b.is_null() { Block::alloc() } else { b }
+    }
+
+    /// A block nobody uses: kept as the spare if there is none, else freed.
+    pub(crate) fn give_back(&self, b: *mut Block<T>) {
+        if self
+            .spare
+            .compare_exchange(ptr::null_mut(), b, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // SAFETY: no thread holds `b` (caller), and it did not become the spare.
+            unsafe { Block::free(b) };
+        }
+    }
+
+    /// The next index to read.
+    ///
+    /// # Safety
+    /// Only the queue's runner calls this.
+    #[inline]
+    pub(crate) unsafe fn index(&self) -> u64 {
+        // SAFETY: caller.
+        unsafe { *self.index.get() }
+    }
+
+    /// Takes the value at the head if the head is before `tail` (the state's index, read
+    /// with acquire) and its sender has written it, stepping over markers into the next
+    /// blocks (the passed one becomes the spare).
+    ///
+    /// # Safety
+    /// Only the queue's runner calls this (one consumer), with a `tail` read from the state.
+    #[inline]
+    pub(crate) unsafe fn pop(&self, tail: u64) -> Option<T> {
+        // SAFETY: caller: the index is the runner's alone.
+        let index = unsafe { &mut *self.index.get() };
+        loop {
+            if *index == tail {
+                return None;
+            }
+            let block = self.block.load(Ordering::Relaxed);
+            let off = *index % LAP;
+            if off == BLOCK_CAP {
+                // Every slot of this block was read; the sender of its last slot linked the
+                // next one before writing that slot, which this runner has read (acquire).
+                // SAFETY: the block is alive: the runner passes it only here.
+                let next = unsafe { (*block).next.load(Ordering::Acquire) };
+                debug_assert!(!next.is_null());
+                // SAFETY: no sender touches a block once its last slot is written (each
+                // sender's last access is its slot's tag), and every slot was read.
+                unsafe { (*block).next.store(ptr::null_mut(), Ordering::Relaxed) };
+                self.block.store(next, Ordering::Relaxed);
+                self.give_back(block);
+                *index += 1;
+                continue;
+            }
+            // SAFETY: the block holds this index and is alive (passed only at its marker).
+            let slot = unsafe { &(*block).slots[off as usize] };
+            if slot.lap.load(Ordering::Acquire) != lap_tag(*index) {
+                // Reserved, not yet written: the turn ends with the head behind the index,
+                // so not in idle, and the next one reads it.
+                return None;
+            }
+            *index += 1;
+            // SAFETY: the tag (acquire) says the value is written; this runner reads it once
+            // (the index moved on) and no sender writes it again before the block is reused.
+            return Some(unsafe { slot.value.with_mut(|v| v.assume_init_read()) });
+        }
+    }
+
+    /// Rejects the values still queued (up to `tail`) and frees the blocks.
+    ///
+    /// # Safety
+    /// No sender is left (the queue is being dropped: every reserved slot is written), and
+    /// `tail` is the state's last index.
+    pub(crate) unsafe fn free_all(&mut self, tail: u64, mut reject: impl FnMut(T)) {
+        // SAFETY: caller: this thread is the only one left.
+        while let Some(v) = unsafe { self.pop(tail) } {
+            reject(v);
+        }
+        for b in [
+            self.block.swap(ptr::null_mut(), Ordering::Relaxed),
+            self.spare.swap(ptr::null_mut(), Ordering::Relaxed),
+        ] {
+            if !b.is_null() {
+                // SAFETY: owned by this queue alone now; the head's block has no next (no
+                // sender is left, and the last one stepped the index over any marker).
+                unsafe { Block::free(b) };
+            }
+        }
+    }
+}
