@@ -87,9 +87,9 @@ impl<T> HandOffCell<T> {
     }
 }
 
-/// One step of a short wait for another thread that is in the middle of a write (a sender
-/// between its reservation and its store): spins, then yields its core (the writer may have
-/// been descheduled on a machine with few cores).
+/// One step of a short wait for another thread that is in the middle of a few stores (a
+/// sender linking the next block of a remote half, see `queue/remote_blocks.rs`): spins, then
+/// yields its core (that thread may have been descheduled on a machine with few cores).
 #[cfg(not(loom))]
 #[inline]
 pub(crate) fn spin_wait(spins: &mut u32) {

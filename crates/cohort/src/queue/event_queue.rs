@@ -312,7 +312,7 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// A pool queue's remote push: one compare-and-swap on the state either claims the idle
     /// queue or reserves an index of the remote half (see [`remote_blocks`]).
-    #[inline]
+    #[inline(always)]
     fn push_pooled(&self, d: T, scheduler: &dyn Schedule<T>) {
         let state = &self.senders.state;
         // A fresh block, made before the reservation of a block's last slot (so that the
@@ -621,6 +621,7 @@ impl<T: QueueItem> EventQueue<T> {
     ///
     /// # Safety
     /// The caller runs this queue.
+    #[inline]
     pub(crate) unsafe fn drain_remote(&self, max: usize) -> usize {
         match &self.notifier {
             Notifier::Pool { .. } => {
@@ -628,8 +629,12 @@ impl<T: QueueItem> EventQueue<T> {
                 // pushed (acquire: with the blocks they went to). A push after it fails the
                 // turn's end (`finish_turn`), which runs the queue again.
                 let tail = tail_index(self.senders.state.load(Ordering::Acquire));
-                // SAFETY: the caller runs this queue: the head is its alone.
                 let head = &self.run.remote_head;
+                // SAFETY: the caller runs this queue: the head is its alone.
+                if unsafe { head.index() } == tail {
+                    // The common case on a hand-off: nothing pushed while the queue waited.
+                    return 0;
+                }
                 let mut n = 0;
                 while n < max {
                     // SAFETY: as above.
