@@ -23,7 +23,7 @@
 //! total order, and FIFO holds per sender: a given sender thread always uses the same half.
 
 use super::local_ring::LocalRing;
-use super::remote_blocks::{self, Before, Block, Head, Tail};
+use super::remote_blocks::{self, Block, Head, Tail};
 use super::wakeup::Wakeup;
 use crate::demand::Demand;
 use crate::mbox::MboxId;
@@ -364,7 +364,7 @@ impl<T: QueueItem> EventQueue<T> {
                 return;
             }
             let index = tail_index(s);
-            if let Before::Wait = remote_blocks::before(index) {
+            if remote_blocks::is_marker(index) {
                 // Another sender is linking the next block in.
                 crate::sync::spin_wait(&mut spins);
                 s = crate::sync::load_latest(state);
@@ -628,24 +628,15 @@ impl<T: QueueItem> EventQueue<T> {
                 // One load of the state, which the turn touches anyway, says how many were
                 // pushed (acquire: with the blocks they went to). A push after it fails the
                 // turn's end (`finish_turn`), which runs the queue again.
-                let tail = tail_index(self.senders.state.load(Ordering::Acquire));
+                let tail = self.remote_tail();
                 let head = &self.run.remote_head;
                 // SAFETY: the caller runs this queue: the head is its alone.
                 if unsafe { head.index() } == tail {
                     // The common case on a hand-off: nothing pushed while the queue waited.
                     return 0;
                 }
-                let mut n = 0;
-                while n < max {
-                    // SAFETY: as above.
-                    let Some(d) = (unsafe { head.pop(tail) }) else {
-                        break;
-                    };
-                    // SAFETY: the caller runs this queue.
-                    unsafe { self.push_local(d) };
-                    n += 1;
-                }
-                n
+                // SAFETY: as above.
+                unsafe { self.move_to_local(max, || head.pop(tail)) }
             }
             Notifier::Thread(side) => {
                 // Two loads, where an empty `pop` costs a full fence; a push racing with
@@ -653,16 +644,33 @@ impl<T: QueueItem> EventQueue<T> {
                 if side.remote.is_empty() {
                     return 0;
                 }
-                let mut n = 0;
-                while n < max {
-                    let Some(d) = side.remote.pop() else { break };
-                    // SAFETY: the caller runs this queue.
-                    unsafe { self.push_local(d) };
-                    n += 1;
-                }
-                n
+                // SAFETY: the caller runs this queue.
+                unsafe { self.move_to_local(max, || side.remote.pop()) }
             }
         }
+    }
+
+    /// Moves up to `max` demands that `pop` yields to the local tail; returns how many moved.
+    ///
+    /// # Safety
+    /// The caller runs this queue, and `pop` is safe to call on the thread that does.
+    #[inline]
+    unsafe fn move_to_local(&self, max: usize, mut pop: impl FnMut() -> Option<T>) -> usize {
+        let mut n = 0;
+        while n < max {
+            let Some(d) = pop() else { break };
+            // SAFETY: the caller runs this queue.
+            unsafe { self.push_local(d) };
+            n += 1;
+        }
+        n
+    }
+
+    /// A pool queue's remote write index, as the state shows it now (acquire: with the
+    /// blocks linked before it).
+    #[inline]
+    fn remote_tail(&self) -> u64 {
+        tail_index(self.senders.state.load(Ordering::Acquire))
     }
 
     /// A pool queue: takes the next demand of the remote half, if one was pushed by now.
@@ -670,7 +678,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// # Safety
     /// The caller runs (or holds) this queue.
     unsafe fn pop_remote(&self) -> Option<T> {
-        let tail = tail_index(self.senders.state.load(Ordering::Acquire));
+        let tail = self.remote_tail();
         // SAFETY: caller: the head is its alone.
         unsafe { self.run.remote_head.pop(tail) }
     }
@@ -718,7 +726,7 @@ impl<T: QueueItem> EventQueue<T> {
         let remote = match &self.notifier {
             Notifier::Thread(side) => side.remote.len(),
             Notifier::Pool { .. } => {
-                let tail = tail_index(self.senders.state.load(Ordering::Acquire));
+                let tail = self.remote_tail();
                 // SAFETY: the caller runs this queue: the head is its alone.
                 let head = unsafe { self.run.remote_head.index() };
                 usize::try_from(remote_blocks::count(head, tail)).unwrap_or(usize::MAX)
@@ -785,7 +793,7 @@ impl<T: QueueItem> Drop for EventQueue<T> {
                 }
             }
             Notifier::Pool { .. } => {
-                let tail = tail_index(self.senders.state.load(Ordering::Acquire));
+                let tail = self.remote_tail();
                 // SAFETY: `&mut self`: no sender is left.
                 unsafe { self.run.remote_head.free_all(tail, T::reject) };
             }

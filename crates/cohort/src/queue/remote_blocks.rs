@@ -83,22 +83,11 @@ pub(crate) fn count(from: u64, to: u64) -> u64 {
     values(to) - values(from)
 }
 
-/// What a sender must do before it reserves index `i`.
-pub(crate) enum Before {
-    /// Reserve it.
-    Reserve,
-    /// Wait and read the state again: another sender is linking the next block in.
-    Wait,
-}
-
-/// Whether index `i` can be reserved now (`Before::Wait` on a marker).
+/// True when index `i` is a marker: another sender is linking the next block in, and a
+/// sender must read the state again before it reserves.
 #[inline]
-pub(crate) fn before(i: u64) -> Before {
-    if i % LAP == BLOCK_CAP {
-        Before::Wait
-    } else {
-        Before::Reserve
-    }
+pub(crate) fn is_marker(i: u64) -> bool {
+    i % LAP == BLOCK_CAP
 }
 
 /// True when index `i` is a block's last slot: its sender links the next block.
