@@ -388,7 +388,7 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
             Arc::increment_strong_count(ptr);
             Arc::from_raw(ptr)
         };
-        queue.push_remote(Demand::Message {
+        queue.push_remote_with(|| Demand::Message {
             agent: AgentRef::owned(arc, mbox).counted(counted),
             msg,
         })
@@ -461,7 +461,9 @@ pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth
             })
         }
     } else {
-        queue.push_remote(Demand::Message {
+        // Built in its place in the queue, after the claim or reservation (see
+        // `push_remote_with`).
+        queue.push_remote_with(|| Demand::Message {
             agent: AgentRef::owned(cell.clone(), mbox).counted(counted),
             msg,
         })

@@ -152,7 +152,8 @@ impl<T> Tail<T> {
     }
 
     /// The sender's part of a push, after its reservation of index `i` in `block`: links
-    /// `next` in if `i` is the block's last slot, then writes the value and tags the slot.
+    /// `next` in if `i` is the block's last slot, then writes the value `make` builds (in
+    /// place) and tags the slot.
     ///
     /// # Safety
     /// The caller reserved `i` (its compare-and-swap moved the state's index from `i`),
@@ -165,7 +166,7 @@ impl<T> Tail<T> {
         i: u64,
         next: *mut Block<T>,
         step_over_marker: impl FnOnce(),
-        value: T,
+        make: impl FnOnce() -> T,
     ) {
         if is_last_slot(i) {
             // The index now rests on the marker and every other sender waits for the new
@@ -183,7 +184,7 @@ impl<T> Tail<T> {
         // SAFETY: this sender is the slot's only writer in this lap (one reservation per
         // index), and the runner reads it only after the tag (and is done with the previous
         // lap's value: the block came back through `spare`, release-acquire).
-        unsafe { slot.value.with_mut(|v| *v = MaybeUninit::new(value)) };
+        unsafe { slot.value.with_mut(|v| *v = MaybeUninit::new(make())) };
         slot.lap.store(lap_tag(i), Ordering::Release);
     }
 }
