@@ -26,7 +26,8 @@ pub const LOCAL_BATCH: usize = 64;
 /// lock and markers.
 pub const LOG_MIN_QUEUES: usize = 4;
 
-/// How many remote demands a worker moves to its local half at once.
+/// How many remote demands a worker moves to its local half at once (a pool worker moves no
+/// more than its turn can run).
 pub const REMOTE_BATCH: usize = 256;
 
 /// How many demands a pool worker runs from one queue before it moves on to the next

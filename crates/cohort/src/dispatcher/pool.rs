@@ -713,8 +713,17 @@ impl Pool {
                     ran += d.run(&q, max);
                 }
             }
+            // Only as many remote demands as this turn can run: a backlog stays in the remote
+            // half, whose blocks are reused, instead of growing the local ring (which never
+            // shrinks: a queue far behind its senders grew it to the whole backlog, copying
+            // it at each doubling and faulting in fresh pages: locality work_stealing, three
+            // rounds, x1.03-1.07 on five of six cells, 0.98 on the sixth).
             // SAFETY: as above.
-            unsafe { q.drain_remote(defaults::REMOTE_BATCH) };
+            let room = max.saturating_sub(ran + unsafe { q.local_len() });
+            if room > 0 {
+                // SAFETY: as above.
+                unsafe { q.drain_remote(room.min(defaults::REMOTE_BATCH)) };
+            }
             while ran < max {
                 // SAFETY: as above.
                 match unsafe { q.pop_local() } {
