@@ -31,6 +31,15 @@ pub enum Dispatcher {
     ThreadPool,
     /// N workers with their own run queues, a LIFO slot and stealing.
     WorkStealing,
+    /// N workers sharing one FIFO run queue; thread-safe handlers run in parallel
+    /// (`adv_thread_pool`; the scenarios' handlers are all exclusive).
+    AdvThreadPool,
+    /// One thread running agents by priority, strictly ordered (`prio_one_thread`; every
+    /// agent at the lowest priority, so each demand scans the seven above it).
+    PrioStrict,
+    /// One thread running agents by priority, quoted round robin (`prio_one_thread`, quota 4
+    /// for each priority; every agent at the lowest).
+    PrioQuoted,
 }
 
 /// A pool's fifo, as a flag.
@@ -80,7 +89,7 @@ impl Placement {
     fn is_pool(&self) -> bool {
         matches!(
             self.dispatcher,
-            Dispatcher::ThreadPool | Dispatcher::WorkStealing
+            Dispatcher::ThreadPool | Dispatcher::WorkStealing | Dispatcher::AdvThreadPool
         )
     }
 
@@ -97,20 +106,24 @@ impl Placement {
             Dispatcher::OneThread => "one_thread".into(),
             Dispatcher::ActiveObj => "active_obj".into(),
             Dispatcher::ActiveGroup => "active_group".into(),
-            Dispatcher::ThreadPool | Dispatcher::WorkStealing => format!(
-                "{}({} threads, {} fifo, max_demands {})",
-                if self.dispatcher == Dispatcher::ThreadPool {
-                    "thread_pool"
-                } else {
-                    "work_stealing"
-                },
-                self.threads,
-                match self.effective_fifo() {
-                    FifoArg::Cooperation => "cooperation",
-                    FifoArg::Individual => "individual",
-                },
-                self.max_demands
-            ),
+            Dispatcher::PrioStrict => "prio_one_thread::strictly_ordered".into(),
+            Dispatcher::PrioQuoted => "prio_one_thread::quoted_round_robin".into(),
+            Dispatcher::ThreadPool | Dispatcher::WorkStealing | Dispatcher::AdvThreadPool => {
+                format!(
+                    "{}({} threads, {} fifo, max_demands {})",
+                    match self.dispatcher {
+                        Dispatcher::ThreadPool => "thread_pool",
+                        Dispatcher::WorkStealing => "work_stealing",
+                        _ => "adv_thread_pool",
+                    },
+                    self.threads,
+                    match self.effective_fifo() {
+                        FifoArg::Cooperation => "cooperation",
+                        FifoArg::Individual => "individual",
+                    },
+                    self.max_demands
+                )
+            }
         }
     }
 
@@ -170,6 +183,21 @@ impl Placement {
                 .threads(self.threads)
                 .build(env)
                 .and_then(|d| d.pool_binder(pool_params()))
+                .map_err(err),
+            Dispatcher::AdvThreadPool => cohort::AdvThreadPoolBuilder::new()
+                .threads(self.threads)
+                .build(env)
+                .and_then(|d| d.pool_binder(pool_params()))
+                .map_err(err),
+            Dispatcher::PrioStrict => cohort::PrioOneThreadBuilder::new()
+                .strictly_ordered()
+                .build(env)
+                .map(|d| d.priority_binder(cohort::dispatcher::Priority::P0))
+                .map_err(err),
+            Dispatcher::PrioQuoted => cohort::PrioOneThreadBuilder::new()
+                .quoted_round_robin([4; 8])
+                .build(env)
+                .map(|d| d.priority_binder(cohort::dispatcher::Priority::P0))
                 .map_err(err),
         }
     }
