@@ -189,16 +189,18 @@ impl Placement {
                 .build(env)
                 .and_then(|d| d.pool_binder(pool_params()))
                 .map_err(err),
-            Dispatcher::PrioStrict => cohort::PrioOneThreadBuilder::new()
-                .strictly_ordered()
-                .build(env)
-                .map(|d| d.priority_binder(cohort::dispatcher::Priority::P0))
-                .map_err(err),
-            Dispatcher::PrioQuoted => cohort::PrioOneThreadBuilder::new()
-                .quoted_round_robin([4; 8])
-                .build(env)
-                .map(|d| d.priority_binder(cohort::dispatcher::Priority::P0))
-                .map_err(err),
+            Dispatcher::PrioStrict | Dispatcher::PrioQuoted => {
+                let builder = cohort::PrioOneThreadBuilder::new();
+                let builder = if self.dispatcher == Dispatcher::PrioStrict {
+                    builder.strictly_ordered()
+                } else {
+                    builder.quoted_round_robin([4; 8])
+                };
+                builder
+                    .build(env)
+                    .map(|d| d.priority_binder(cohort::dispatcher::Priority::P0))
+                    .map_err(err)
+            }
         }
     }
 }
