@@ -5,8 +5,9 @@
 //! queued while the worker cannot run them. The handlers append to one log, and the log must
 //! be exactly the round robin the pool promises.
 //!
-//! How a turn works (`dispatcher/pool.rs`, `run_turn`): it first moves up to `REMOTE_BATCH`
-//! (256) demands from the queue's remote half to its local half, then runs up to
+//! How a turn works (`dispatcher/pool.rs`, `run_turn`): it first moves up to
+//! `min(max_demands_at_once, REMOTE_BATCH)` demands from the queue's remote half to its local
+//! half, then runs up to
 //! `max_demands_at_once` demands from the local half, then reschedules the queue at the back
 //! if anything is left in either half. (The first demand of a backlog is already in the local
 //! half: its sender found the queue idle, claimed it and pushed there itself.)
@@ -14,6 +15,9 @@
 //! `k` ≤ 256 that is `k` while the backlog lasts, but a larger `k` is cut to what one drain
 //! brought in (256 on the first turn of a remote-only backlog). [`round_robin`] models exactly
 //! this, so the expectation holds for every `k`.
+//!
+//! The last test checks that the drain does not depend on what the local half holds: an agent
+//! whose own sends keep its local half full still receives what others send it.
 
 mod common;
 
@@ -393,5 +397,103 @@ fn thread_pool_busy_self_sender_does_not_starve_others() {
 fn work_stealing_busy_self_sender_does_not_starve_others() {
     watchdog(TIMEOUT, || {
         busy_self_sender_does_not_starve_others(PoolKind::WorkStealing)
+    });
+}
+
+/// One of the self-sender's own demands.
+#[derive(Debug, Clone, Copy)]
+struct Loop;
+
+/// Sent from the test thread while the self-sender's local half is full.
+#[derive(Debug, Clone, Copy)]
+struct Halt;
+
+/// Keeps `IN_FLIGHT` demands of its own queued (more than `max_demands_at_once`), so every
+/// turn starts with a full local half, until it receives `Halt` from outside, or gives up
+/// after `limit` demands.
+struct SelfFeeder {
+    ran: usize,
+    limit: usize,
+    halted: bool,
+    running: Sender<()>,
+    done: Sender<(bool, usize)>,
+}
+
+const IN_FLIGHT: usize = 8;
+
+impl Agent for SelfFeeder {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Loop, ctx: &mut Context<'_, Self>| {
+            if me.halted {
+                return;
+            }
+            me.ran += 1;
+            if me.ran == 1000 {
+                let _ = me.running.send(());
+            }
+            if me.ran == me.limit {
+                me.halted = true;
+                let _ = me.done.send((false, me.ran));
+                return;
+            }
+            ctx.send_self(Loop);
+        })?;
+        ctx.on(|me: &mut Self, _: &Halt, _: &mut Context<'_, Self>| {
+            if !me.halted {
+                me.halted = true;
+                let _ = me.done.send((true, me.ran));
+            }
+        })?;
+        Ok(())
+    }
+
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        for _ in 0..IN_FLIGHT {
+            ctx.send_self(Loop);
+        }
+    }
+}
+
+fn remote_send_reaches_a_full_local_half(kind: PoolKind) {
+    let env = cohort::Environment::builder().start().unwrap();
+    let pool = kind.build(&env, "fullq", 1);
+    let (running_tx, running) = mpsc::channel();
+    let (done_tx, done) = mpsc::channel();
+    let limit = common::count(20_000_000);
+    let mut coop = env.new_coop();
+    coop.set_binder(pool_binder(&pool, Fifo::Individual, 4));
+    let feeder = coop
+        .add(SelfFeeder {
+            ran: 0,
+            limit,
+            halted: false,
+            running: running_tx,
+            done: done_tx,
+        })
+        .mbox();
+    env.register_coop(coop).unwrap();
+    common::recv(&running, "the self-sender to run");
+    feeder.send(Halt);
+    let (halted, ran) = common::recv(&done, "the self-sender to stop");
+    env.stop_and_wait();
+    assert!(
+        halted,
+        "{kind:?}: `Halt`, sent from outside to an agent that keeps {IN_FLIGHT} demands of its \
+         own queued (max_demands_at_once 4), was not handled before the agent ran its {ran} \
+         demands: a turn must move remote demands in whatever its local half holds"
+    );
+}
+
+#[test]
+fn thread_pool_remote_send_reaches_a_full_local_half() {
+    watchdog(TIMEOUT, || {
+        remote_send_reaches_a_full_local_half(PoolKind::ThreadPool)
+    });
+}
+
+#[test]
+fn work_stealing_remote_send_reaches_a_full_local_half() {
+    watchdog(TIMEOUT, || {
+        remote_send_reaches_a_full_local_half(PoolKind::WorkStealing)
     });
 }

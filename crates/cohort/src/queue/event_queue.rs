@@ -552,16 +552,6 @@ impl<T: QueueItem> EventQueue<T> {
         unsafe { (*self.run.local.get()).pop_front() }
     }
 
-    /// How many demands the local half holds.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    #[inline]
-    pub(crate) unsafe fn local_len(&self) -> usize {
-        // SAFETY: as in `push_local`.
-        unsafe { (*self.run.local.get()).len() }
-    }
-
     /// Takes the demand of the sender that claimed this idle queue, if any: a turn's first
     /// demand, before the local half and the remote half.
     ///
