@@ -200,8 +200,8 @@ struct WorkerCtx {
 /// Takes the oldest item of a shared run queue, if it has one. Looks before it takes: an
 /// `Injector::steal` that finds the queue empty issues a `SeqCst` fence, and `is_empty` is two
 /// plain loads. A worker often looks at empty run queues: `prio_one_thread` scans up to eight
-/// per demand (strictly ordered, one agent self-sending at the lowest priority: 6.8-7.2 to
-/// 11.6-13.2 M msg/s), `adv_thread_pool` its jobs before every turn.
+/// per demand (`cohort-bench self-send --dispatcher prio-strict`: 7.3 to 13.8 M msg/s),
+/// `adv_thread_pool` its jobs before every turn.
 #[inline]
 fn take_from<T>(i: &Injector<T>) -> Option<T> {
     if i.is_empty() {
