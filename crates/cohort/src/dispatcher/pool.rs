@@ -47,7 +47,7 @@ use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
@@ -195,6 +195,11 @@ struct WorkerCtx {
     ticks: Cell<usize>,
     /// Quoted round robin: the priority being served and the demands left in its quota.
     prio_cursor: Cell<(usize, usize)>,
+    /// Priority policy (one worker): the queues of each priority that this worker scheduled
+    /// itself (woken by its own handlers, or with work left after their turn), with the
+    /// ones woken from outside moved in behind them as they are found (see `prio_take`).
+    /// Only this thread touches them: no shared run queue, no fence, no wake-up per hop.
+    prio_local: std::cell::RefCell<Vec<VecDeque<QueueRef>>>,
 }
 
 /// Takes the oldest item of a shared run queue, if it has one. Looks before it takes: an
@@ -417,6 +422,7 @@ impl Pool {
             || self.homes.iter().any(|h| !h.is_empty())
             || !self.jobs.is_empty()
             || self.by_priority.iter().any(|i| !i.is_empty())
+            || ctx.prio_local.borrow().iter().any(|q| !q.is_empty())
             || !ctx.local.is_empty()
             || self
                 .stealers
@@ -586,17 +592,17 @@ impl Pool {
     /// has nothing left, then the next lower one (wrapping to the highest).
     fn next_by_priority(&self, ctx: &WorkerCtx, mode: PrioMode) -> Option<QueueRef> {
         match mode {
-            PrioMode::Strict => self.by_priority.iter().rev().find_map(Self::steal_from),
+            PrioMode::Strict => (0..PRIORITIES).rev().find_map(|p| self.prio_take(ctx, p)),
             PrioMode::Quoted(quotas) => {
                 let (mut p, left) = ctx.prio_cursor.get();
                 if left > 0
-                    && let Some(q) = Self::steal_from(&self.by_priority[p])
+                    && let Some(q) = self.prio_take(ctx, p)
                 {
                     return Some(q);
                 }
                 for _ in 0..PRIORITIES {
                     p = if p == 0 { PRIORITIES - 1 } else { p - 1 };
-                    if let Some(q) = Self::steal_from(&self.by_priority[p]) {
+                    if let Some(q) = self.prio_take(ctx, p) {
                         ctx.prio_cursor.set((p, quotas[p]));
                         return Some(q);
                     }
@@ -604,6 +610,25 @@ impl Pool {
                 None
             }
         }
+    }
+
+    /// Priority policy: the next queue of priority `p`. The queues woken from outside since
+    /// the last look join the back of the worker's own FIFO of that priority first, in the
+    /// order they were woken, so neither kind of wake-up starves the other.
+    fn prio_take(&self, ctx: &WorkerCtx, p: usize) -> Option<QueueRef> {
+        let mut local = ctx.prio_local.borrow_mut();
+        let mine = &mut local[p];
+        while let Some(q) = take_from(&self.by_priority[p]) {
+            mine.push_back(q);
+        }
+        mine.pop_front()
+    }
+
+    /// Priority policy: the pool's one worker schedules `q` itself (it woke it, or it has
+    /// work left after its turn): into its own FIFO of the queue's priority.
+    fn prio_keep(&self, ctx: &WorkerCtx, q: QueueRef) {
+        debug_assert_eq!(self.wakeups.len(), 1, "a priority pool has one worker");
+        ctx.prio_local.borrow_mut()[usize::from(q.priority())].push_back(q);
     }
 
     /// Quoted round robin: `ran` demands of priority `p` were handled.
@@ -624,6 +649,10 @@ impl Pool {
             ticks: Cell::new(0),
             // "Priority 0, quota spent": the first search wraps to the highest priority.
             prio_cursor: Cell::new((0, 0)),
+            prio_local: std::cell::RefCell::new(match self.policy {
+                Policy::Priority(_) => (0..PRIORITIES).map(|_| VecDeque::new()).collect(),
+                _ => Vec::new(),
+            }),
         };
         CURRENT_WORKER.with(|c| c.set(&ctx));
         let mut lifo_streak = 0;
@@ -679,6 +708,9 @@ impl Pool {
         // Whatever was scheduled after the last look goes to the dead letters.
         self.sweep();
         while let Some(q) = ctx.local.pop().or_else(|| self.slots[index].take()) {
+            q.abandon();
+        }
+        for q in ctx.prio_local.take().into_iter().flatten() {
             q.abandon();
         }
     }
@@ -815,7 +847,11 @@ impl Pool {
                     }
                     self.injector.push(q)
                 }
-                Policy::Priority(_) => self.by_priority[usize::from(q.priority())].push(q),
+                Policy::Priority(_) => {
+                    // The one worker keeps it: nobody else to wake.
+                    self.prio_keep(ctx, q);
+                    return (ran, left);
+                }
             }
             self.wake_one();
         }
@@ -876,6 +912,15 @@ impl Schedule<Demand> for Pool {
                 }
                 None => self.wake_forever_parked(w.index),
             }
+            return;
+        }
+        if let Policy::Priority(_) = self.policy
+            && let Some(w) = self.current_worker()
+        {
+            // Woken by a handler on the pool's one worker, which alone runs these queues: no
+            // run queue shared with other threads, no wake-up (ThreadRing prio-strict: see
+            // `prio_local`).
+            self.prio_keep(w, q);
             return;
         }
         if self.is_fifo()
