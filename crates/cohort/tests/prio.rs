@@ -171,3 +171,66 @@ fn a_zero_quota_is_refused() {
         );
     });
 }
+
+/// Sends the work from a handler on the dispatcher's own thread (so the queues it wakes are
+/// scheduled by that thread, not from outside).
+struct Kicker {
+    targets: Vec<(cohort::Mbox, usize)>,
+}
+
+struct Kick;
+
+impl Agent for Kicker {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Kick, _: &mut Context<'_, Self>| {
+            for (m, n) in &me.targets {
+                for _ in 0..*n {
+                    m.send(Work);
+                }
+            }
+        })?;
+        Ok(())
+    }
+}
+
+#[test]
+fn strictly_ordered_runs_higher_priorities_first_when_woken_from_its_thread() {
+    watchdog(TIMEOUT, || {
+        let env = cohort::Environment::builder().start().unwrap();
+        let disp = PrioOneThreadBuilder::new()
+            .strictly_ordered()
+            .build(&env)
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let (started_tx, started) = mpsc::channel();
+        let mut coop = env.new_coop();
+        let mut targets = Vec::new();
+        for (tag, p) in [
+            ('a', Priority::P0),
+            ('c', Priority::P3),
+            ('b', Priority::P6),
+        ] {
+            let worker = Worker {
+                tag,
+                log: tx.clone(),
+                started: started_tx.clone(),
+            };
+            targets.push((
+                coop.add_with_binder(worker, disp.priority_binder(p)).mbox(),
+                3,
+            ));
+        }
+        let kicker = coop
+            .add_with_binder(Kicker { targets }, disp.priority_binder(Priority::P0))
+            .mbox();
+        env.register_coop(coop).unwrap();
+        common::recv_n(&started, 3, "every worker started");
+        kicker.send(Kick);
+        let got: String = common::recv_n(&rx, 9, "all the work").into_iter().collect();
+        env.stop_and_wait();
+        assert_eq!(
+            got, "bbbcccaaa",
+            "work sent from a handler on the dispatcher's thread must run highest priority first"
+        );
+    });
+}
