@@ -87,25 +87,25 @@ impl<T> HandOffCell<T> {
     }
 }
 
-/// One step of a short wait for another thread that is in the middle of a few stores (a
-/// sender linking the next block of a remote half, see `queue/remote_blocks.rs`): spins, then
+/// A short wait for another thread that is in the middle of a few stores (a sender linking
+/// the next block of a remote half, see `queue/remote_blocks.rs`): `snooze` spins, then
 /// yields its core (that thread may have been descheduled on a machine with few cores).
 #[cfg(not(loom))]
-#[inline]
-pub(crate) fn spin_wait(spins: &mut u32) {
-    if *spins < 64 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
-    }
-    *spins += 1;
-}
+pub(crate) use crossbeam_utils::Backoff;
 
-/// One step of a wait for another thread: under loom, a yield to the model's scheduler.
+/// A wait for another thread: under loom, each `snooze` yields to the model's scheduler.
 #[cfg(loom)]
-pub(crate) fn spin_wait(spins: &mut u32) {
-    *spins += 1;
-    loom::thread::yield_now();
+pub(crate) struct Backoff;
+
+#[cfg(loom)]
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Backoff
+    }
+
+    pub(crate) fn snooze(&self) {
+        loom::thread::yield_now();
+    }
 }
 
 /// Reads `a` for a wait loop. Under loom a plain load may return an old value again and

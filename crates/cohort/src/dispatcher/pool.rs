@@ -363,7 +363,7 @@ impl Pool {
             .chain(self.homes.iter().map(|h| &**h))
             .chain(self.by_priority.iter());
         for inj in runs {
-            while let Some(q) = Self::steal_from(inj) {
+            while let Some(q) = take_from(inj) {
                 q.abandon();
             }
         }
@@ -483,7 +483,7 @@ impl Pool {
         }
         *lifo_streak = 0;
         if self.policy == Policy::Adv {
-            return Self::steal_from(&self.injector)
+            return take_from(&self.injector)
                 .or_else(|| slot.take())
                 .or_else(|| self.steal_stranded_slot(ctx));
         }
@@ -496,7 +496,7 @@ impl Pool {
         }
         ctx.local
             .pop()
-            .or_else(|| Self::steal_from(&self.injector))
+            .or_else(|| take_from(&self.injector))
             .or_else(|| slot.take())
             .or_else(|| self.steal_oldest(ctx))
             .or_else(|| self.steal_stranded_slot(ctx))
@@ -581,10 +581,6 @@ impl Pool {
             }
         }
         None
-    }
-
-    fn steal_from(i: &Injector<QueueRef>) -> Option<QueueRef> {
-        take_from(i)
     }
 
     /// Priority policy: strict takes the highest priority with work (its queues run one

@@ -144,16 +144,16 @@ fn tail_index(state: u64) -> u64 {
 
 /// The demand queue of one or more agents.
 ///
-/// Laid out in four parts (`repr(C)`): the remote half (its head and tail on cache lines of
-/// their own); one line of what never changes after creation (how to make the queue run, its
-/// limits); one line that senders write ([`SendersLine`]: the pool state, which a remote push
-/// flags, the claiming sender's demand, the home worker), which the runner reads once and
-/// writes once or twice per turn; and one line that the runner writes at every demand (the
-/// local half). So a sender that pushes to the remote half of a busy queue, demand after
-/// demand, never takes the runner's busiest line away from the core that runs the queue,
-/// and a send that wakes an idle queue moves one line of it between cores, not four (the
-/// state, the local half's indices and slot, the home: locality 8,000 agents x 20 accesses
-/// x 64 B, work_stealing 6.4-6.6 to 6.9-7.5 M msg/s). A queue is 512 bytes.
+/// Laid out in three cache lines (`repr(C)`): what never changes after creation (how to make
+/// the queue run, its limits); what senders write ([`SendersLine`]: the pool state with the
+/// remote half's write index, the claiming sender's demand, the remote half's tail block,
+/// the home worker), which the runner reads and writes a few times per turn; and what the
+/// runner writes at every demand ([`RunnerLine`]: the local half and the remote half's
+/// read end). So a sender that pushes to a busy queue, demand after demand, never takes the
+/// runner's busiest line away from the core that runs the queue, and a send that wakes an
+/// idle queue moves one line of it between cores (locality 8,000 agents x 20 accesses x
+/// 64 B, work_stealing 6.4-6.6 to 6.9-7.5 M msg/s when that replaced four). A queue is 192
+/// bytes; the remote half's blocks come with its first remote push.
 #[repr(C)]
 pub(crate) struct EventQueue<T: QueueItem = Demand> {
     notifier: Notifier<T>,
@@ -333,7 +333,7 @@ impl<T: QueueItem> EventQueue<T> {
         // A block for the next link, taken before the reservation of a block's last slot (so
         // that the senders waiting on the marker wait for stores, not an allocation).
         let mut next: *mut Block<T> = ptr::null_mut();
-        let mut spins = 0;
+        let backoff = crate::sync::Backoff::new();
         // Acquire: a state past a marker comes with the block linked before it.
         let mut s = state.load(Ordering::Acquire);
         loop {
@@ -378,7 +378,7 @@ impl<T: QueueItem> EventQueue<T> {
             let index = tail_index(s);
             if remote_blocks::is_marker(index) {
                 // Another sender is linking the next block in.
-                crate::sync::spin_wait(&mut spins);
+                backoff.snooze();
                 s = crate::sync::load_latest(state);
                 continue;
             }
@@ -734,7 +734,6 @@ impl<T: QueueItem> EventQueue<T> {
     /// # Safety
     /// The caller runs this queue.
     pub(crate) unsafe fn len_here(&self) -> usize {
-        // SAFETY: only the running thread touches `local` and `first` (caller).
         let remote = match &self.notifier {
             Notifier::Thread(side) => side.remote.len(),
             Notifier::Pool { .. } => {
@@ -799,11 +798,7 @@ impl<T: QueueItem> Drop for EventQueue<T> {
             d.reject();
         }
         match &self.notifier {
-            Notifier::Thread(side) => {
-                while let Some(d) = side.remote.pop() {
-                    d.reject();
-                }
-            }
+            Notifier::Thread(_) => self.reject_remote(),
             Notifier::Pool { .. } => {
                 let tail = self.remote_tail();
                 // SAFETY: `&mut self`: no sender is left.
