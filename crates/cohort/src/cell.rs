@@ -274,9 +274,9 @@ impl DynCell {
 
 /// Where a message demand goes: the agent, and the mailbox it came through.
 ///
-/// The agent reference is borrowed on the local path (no refcount; see
-/// `docs/runtime-semantics.md`, "Agent lifetime") and owned (one strong count) on the remote
-/// path. The owned flag lives in bit 0 of the mailbox id (ids are addresses of 8-aligned
+/// The agent reference is borrowed (no refcount; see `docs/runtime-semantics.md`, "Agent
+/// lifetime") on the local path and on the remote path of a pool queue whose agents have not
+/// begun to finish, and owned (one strong count) otherwise. The owned flag lives in bit 0 of the mailbox id (ids are addresses of 8-aligned
 /// objects), which keeps a message demand at 40 bytes.
 pub(crate) struct AgentRef {
     ptr: NonNull<DynCell>,
@@ -297,8 +297,11 @@ impl AgentRef {
     /// A borrowed reference.
     ///
     /// # Safety
-    /// The caller runs the agent's queue and saw the agent `ACTIVE`: the cell then stays alive
-    /// until its cooperation releases it, which happens after this demand runs.
+    /// The cell stays alive until its cooperation releases it, which must happen after this
+    /// demand runs: either the caller runs the agent's queue and saw the agent `ACTIVE`, or
+    /// the demand goes to the agent's pool queue through a reservation made before the
+    /// queue's finish step (`EventQueue::push_remote_with` says so), which moves it ahead of
+    /// `finish`; and the caller holds a strong count until the demand is in the queue.
     #[inline]
     pub(crate) unsafe fn borrowed(cell: &Arc<DynCell>, mbox: MboxId) -> Self {
         debug_assert_eq!(mbox.0 & FLAGS, 0);

@@ -766,10 +766,11 @@ impl CoopInner {
             }
             Step::Finish { drained: false } => {
                 // Move what other threads queued before deregistration began ahead of the
-                // finish, so `finish` runs after the last pending message.
+                // finish, so `finish` runs after the last pending message (and every demand
+                // that borrows an agent of this queue runs while the cooperation holds it).
                 // SAFETY: we run `queue`.
                 unsafe {
-                    queue.drain_remote(usize::MAX);
+                    queue.close_lending();
                     queue.push_local(Demand::lifecycle(
                         self.clone(),
                         group,

@@ -388,7 +388,7 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
             Arc::increment_strong_count(ptr);
             Arc::from_raw(ptr)
         };
-        queue.push_remote_with(|| Demand::Message {
+        queue.push_remote_with(|_| Demand::Message {
             agent: AgentRef::owned(arc, mbox).counted(counted),
             msg,
         })
@@ -461,10 +461,17 @@ pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth
             })
         }
     } else {
-        // Built in its place in the queue, after the claim or reservation (see
-        // `push_remote_with`).
-        queue.push_remote_with(|| Demand::Message {
-            agent: AgentRef::owned(cell.clone(), mbox).counted(counted),
+        // Built in its place in the queue, after the claim or reservation, and borrowing the
+        // agent when the queue lends (see `push_remote_with`).
+        queue.push_remote_with(|borrow| Demand::Message {
+            agent: if borrow {
+                // SAFETY: the queue lends: the demand was reserved before its finish step,
+                // which runs it before `finish` (see `AgentRef::borrowed`).
+                unsafe { AgentRef::borrowed(cell, mbox) }
+            } else {
+                AgentRef::owned(cell.clone(), mbox)
+            }
+            .counted(counted),
             msg,
         })
     }

@@ -1,7 +1,7 @@
 //! Deregistration on the pool dispatchers (a smaller `deregistration.rs`, run on each pool
 //! and each fifo): `finish` runs after the last message pending when deregistration began, a
-//! message sent after that is a dead letter, and children finish (and are announced) before
-//! their parent.
+//! message sent after that is a dead letter, senders racing with deregistration lose
+//! nothing, and children finish (and are announced) before their parent.
 
 mod common;
 
@@ -153,6 +153,102 @@ fn finish_runs_after_messages_sent_from_the_pool_before_deregistering() {
                 env.stop_and_wait();
                 assert_eq!(dead.all(), vec![], "{kind:?}/{fifo:?}");
                 deregistered.shutdown();
+            }
+        }
+    });
+}
+
+/// A message from one of several plain threads: (sender, sequence number).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Numbered(usize, u32);
+
+/// Records each sender's items; deregisters its own cooperation on sender 0's item `at`.
+struct Tally {
+    seen: Vec<Vec<u32>>,
+    at: u32,
+    finished: Sender<Vec<Vec<u32>>>,
+}
+
+impl Agent for Tally {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, m: &Numbered, ctx: &mut Context<'_, Self>| {
+            me.seen[m.0].push(m.1);
+            if *m == Numbered(0, me.at) {
+                ctx.deregister_coop(DeregReason::Normal);
+            }
+        })?;
+        Ok(())
+    }
+
+    fn finish(&mut self, _: &mut Context<'_, Self>) {
+        let _ = self.finished.send(std::mem::take(&mut self.seen));
+    }
+}
+
+/// Plain threads keep sending while the agent's cooperation deregisters, then drop their
+/// mailboxes (the last references to the agent): each message is either handled before
+/// `finish` or counted as a dead letter, each sender's handled messages are its first ones in
+/// order, and nothing touches the agent after it is gone (valgrind's memcheck would see it).
+/// Remote sends to a pool queue borrow the agent until its finish step: this is the race
+/// that step closes.
+fn senders_race_deregistration(kind: PoolKind, fifo: Fifo) {
+    const SENDERS: usize = 2;
+    let n = common::count(20_000) as u32;
+    let (builder, dead) = DeadLetters::builder();
+    let env = builder.start().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let mut coop = env.new_coop();
+    coop.set_binder(pool(&env, kind, fifo));
+    let tally = coop
+        .add(Tally {
+            seen: vec![Vec::new(); SENDERS],
+            at: n / 2,
+            finished: tx,
+        })
+        .mbox();
+    env.register_coop(coop).unwrap();
+    let senders: Vec<_> = (0..SENDERS)
+        .map(|s| {
+            let mbox = tally.clone();
+            std::thread::spawn(move || {
+                for i in 0..n {
+                    mbox.send(Numbered(s, i));
+                }
+            })
+        })
+        .collect();
+    drop(tally);
+    for t in senders {
+        t.join().unwrap();
+    }
+    let seen = common::recv(&rx, "the tally's finish");
+    env.stop_and_wait();
+    for (s, items) in seen.iter().enumerate() {
+        assert!(
+            items.iter().copied().eq(0..items.len() as u32),
+            "{kind:?}/{fifo:?}: sender {s}'s handled items are its first ones, in order"
+        );
+    }
+    assert!(
+        seen[0].len() as u32 > n / 2,
+        "{kind:?}/{fifo:?}: deregistered at n / 2"
+    );
+    let handled: usize = seen.iter().map(Vec::len).sum();
+    let lost = dead.of::<Numbered>();
+    assert!(lost.iter().all(|why| *why == DeliveryFailure::ReceiverGone));
+    assert_eq!(
+        handled + lost.len(),
+        SENDERS * n as usize,
+        "{kind:?}/{fifo:?}: every message handled or counted as a dead letter"
+    );
+}
+
+#[test]
+fn senders_racing_deregistration_lose_nothing() {
+    watchdog(TIMEOUT, || {
+        for kind in PoolKind::ALL {
+            for fifo in [Fifo::Individual, Fifo::Cooperation] {
+                senders_race_deregistration(kind, fifo);
             }
         }
     });
