@@ -280,7 +280,7 @@ impl DynCell {
 /// objects), which keeps a message demand at 40 bytes.
 pub(crate) struct AgentRef {
     ptr: NonNull<DynCell>,
-    mbox_and_owned: usize,
+    mbox_and_flags: usize,
 }
 
 const OWNED: usize = 1;
@@ -307,7 +307,7 @@ impl AgentRef {
         debug_assert_eq!(mbox.0 & FLAGS, 0);
         Self {
             ptr: NonNull::from(&**cell),
-            mbox_and_owned: mbox.0,
+            mbox_and_flags: mbox.0,
         }
     }
 
@@ -320,7 +320,7 @@ impl AgentRef {
         debug_assert_eq!(mbox.0 & FLAGS, 0);
         Self {
             ptr: cell,
-            mbox_and_owned: mbox.0,
+            mbox_and_flags: mbox.0,
         }
     }
 
@@ -332,21 +332,21 @@ impl AgentRef {
         let ptr = unsafe { NonNull::new_unchecked(Arc::into_raw(cell) as *mut DynCell) };
         Self {
             ptr,
-            mbox_and_owned: mbox.0 | OWNED,
+            mbox_and_flags: mbox.0 | OWNED,
         }
     }
 
     /// Marks the message as counted by a message limit (when `counted`).
     #[inline(always)]
     pub(crate) fn counted(mut self, counted: bool) -> Self {
-        self.mbox_and_owned |= usize::from(counted) << 1;
+        self.mbox_and_flags |= usize::from(counted) << 1;
         self
     }
 
     /// Counts a message out of its message limit, if it was counted in.
     #[inline(always)]
     fn release_limit(&self, msg: &Envelope) {
-        if self.mbox_and_owned & COUNTED != 0 {
+        if self.mbox_and_flags & COUNTED != 0 {
             // SAFETY: the cell is alive while this reference exists (see constructors).
             release_limit(unsafe { self.ptr.as_ref() }, msg)
         }
@@ -354,7 +354,7 @@ impl AgentRef {
 
     /// Counts a demand that will never run as undelivered.
     pub(crate) fn reject(self, msg: Envelope, why: DeliveryFailure) {
-        if self.mbox_and_owned & COUNTED != 0
+        if self.mbox_and_flags & COUNTED != 0
             && let Some(limits) = self.header().env.limits()
         {
             limits.release_rejected(msg.key());
@@ -372,7 +372,7 @@ impl AgentRef {
     #[inline]
     pub(crate) fn handle(self, msg: Envelope) {
         self.release_limit(&msg);
-        let mbox = MboxId(self.mbox_and_owned & !FLAGS);
+        let mbox = MboxId(self.mbox_and_flags & !FLAGS);
         // SAFETY: demands run on the thread that runs the agent's queue, one at a time, and
         // the cell is alive (constructors).
         unsafe { self.ptr.as_ref().body() }.handle(self.ptr, mbox, msg);
@@ -384,7 +384,7 @@ impl AgentRef {
     /// that runs the agent's queue.
     #[inline]
     pub(crate) fn is_thread_safe(&self, msg: &Envelope) -> bool {
-        let mbox = MboxId(self.mbox_and_owned & !OWNED);
+        let mbox = MboxId(self.mbox_and_flags & !FLAGS);
         // SAFETY: called by the queue's runner, which no exclusive handler overlaps.
         unsafe { self.ptr.as_ref().body_shared() }.is_thread_safe(self.ptr, mbox, msg)
     }
@@ -392,7 +392,8 @@ impl AgentRef {
     /// Runs `msg` on the agent's thread-safe handler (after [`AgentRef::is_thread_safe`]), on
     /// any thread, alongside other thread-safe handlers of the agent but no other handler.
     pub(crate) fn handle_shared(self, msg: Envelope) {
-        let mbox = MboxId(self.mbox_and_owned & !OWNED);
+        self.release_limit(&msg);
+        let mbox = MboxId(self.mbox_and_flags & !FLAGS);
         // SAFETY: the dispatcher runs no exclusive handler of this agent until this returns,
         // and the cell outlives the demand (the agent cannot finish meanwhile).
         unsafe { self.ptr.as_ref().body_shared() }.handle_shared(self.ptr, mbox, msg);
@@ -402,7 +403,7 @@ impl AgentRef {
 impl Drop for AgentRef {
     #[inline]
     fn drop(&mut self) {
-        if self.mbox_and_owned & OWNED != 0 {
+        if self.mbox_and_flags & OWNED != 0 {
             // SAFETY: an owned ref holds one strong count taken by `Arc::into_raw`.
             unsafe { drop(Arc::from_raw(self.ptr.as_ptr() as *const DynCell)) }
         }

@@ -4,7 +4,7 @@
 mod common;
 
 use cohort::dispatcher::{Fifo, PoolBindParams};
-use cohort::{Agent, Context, DefineError, DispatcherError};
+use cohort::{Agent, Context, DefineError, DispatcherError, MessageLimits};
 use common::{DeadLetters, TIMEOUT, watchdog};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -111,10 +111,14 @@ impl Agent for Store {
 struct Meeting {
     inside: AtomicUsize,
     met: Sender<bool>,
+    limits: Option<MessageLimits>,
 }
 
 impl Agent for Meeting {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        if let Some(l) = self.limits.take() {
+            ctx.set_message_limits(l)?;
+        }
         ctx.on_thread_safe(|me: &Self, _: &Read| {
             me.inside.fetch_add(1, Ordering::SeqCst);
             let t0 = Instant::now();
@@ -144,10 +148,11 @@ fn adv(env: &cohort::Environment, name: &str, threads: usize) -> cohort::Dispatc
         .unwrap()
 }
 
-#[test]
-fn thread_safe_handlers_of_one_agent_run_in_parallel() {
-    watchdog(TIMEOUT, || {
-        let env = cohort::Environment::builder().start().unwrap();
+/// Two `Read`s, `pairs` times, to a `Meeting` with `limits`: each pair meets.
+fn pairs_meet(pairs: usize, limits: Option<MessageLimits>) {
+    watchdog(TIMEOUT, move || {
+        let (builder, dead) = DeadLetters::builder();
+        let env = builder.start().unwrap();
         let pool = adv(&env, "adv-par", 2);
         let (met_tx, met_rx) = mpsc::channel();
         let mut coop = env.new_coop();
@@ -159,20 +164,36 @@ fn thread_safe_handlers_of_one_agent_run_in_parallel() {
             .add(Meeting {
                 inside: AtomicUsize::new(0),
                 met: met_tx,
+                limits,
             })
             .mbox();
         env.register_coop(coop).unwrap();
-        m.send(Read(0));
-        m.send(Read(1));
-        let met = common::recv_n(&met_rx, 2, "both thread-safe handlers");
-        assert_eq!(
-            met,
-            vec![true, true],
-            "two thread-safe handlers of one agent on a 2-worker adv_thread_pool must run at \
-             the same time"
-        );
+        for _ in 0..pairs {
+            m.send(Read(0));
+            m.send(Read(1));
+            let met = common::recv_n(&met_rx, 2, "both thread-safe handlers");
+            assert_eq!(
+                met,
+                vec![true, true],
+                "two thread-safe handlers of one agent on a 2-worker adv_thread_pool must run \
+                 at the same time"
+            );
+        }
         env.stop_and_wait();
+        assert_eq!(dead.all(), vec![]);
     });
+}
+
+#[test]
+fn thread_safe_handlers_of_one_agent_run_in_parallel() {
+    pairs_meet(1, None);
+}
+
+/// Counted by a message limit, thread-safe messages still run in parallel, and each one
+/// handled frees its count: a limit of two lets pair after pair in.
+#[test]
+fn thread_safe_handlers_run_in_parallel_under_a_message_limit() {
+    pairs_meet(3, Some(MessageLimits::new().drop::<Read>(2)));
 }
 
 /// Plain threads send a mix of `Read`s and `Write`s to agents on a 3-worker pool: reads
@@ -320,6 +341,7 @@ fn bad_parameters_are_typed_errors() {
     coop.add(Meeting {
         inside: AtomicUsize::new(0),
         met: mpsc::channel().0,
+        limits: None,
     });
     let err = env.register_coop(coop).unwrap_err();
     assert!(
