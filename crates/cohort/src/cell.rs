@@ -276,7 +276,8 @@ impl DynCell {
 ///
 /// The agent reference is borrowed (no refcount; see `docs/runtime-semantics.md`, "Agent
 /// lifetime") on the local path and on the remote path of a pool queue whose agents have not
-/// begun to finish, and owned (one strong count) otherwise. The owned flag lives in bit 0 of the mailbox id (ids are addresses of 8-aligned
+/// begun to finish, and owned (one strong count) otherwise. The owned flag lives in bit 0 of
+/// the mailbox id and the message-limit flag in bit 1 (ids are addresses of 8-aligned
 /// objects), which keeps a message demand at 40 bytes.
 pub(crate) struct AgentRef {
     ptr: NonNull<DynCell>,

@@ -318,7 +318,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// not begun to finish: see [`SENDERS_OWN`]); when false it must own a reference. A
     /// borrowing send leaves the agent's reference count alone, the one line that every
     /// remote message otherwise takes from the runner's core and the runner takes back
-    /// (ThreadRing thread_pool individual 10.3 to 12.2 M hops/s on 2 vCPUs).
+    /// (ThreadRing thread_pool individual 10.3 to 11.9 M hops/s on 2 vCPUs).
     /// `make` must not panic: a claimed queue or a reserved slot would wait for it forever.
     #[inline(always)]
     pub(crate) fn push_remote_with(&self, make: impl FnOnce(bool) -> T) {
@@ -515,8 +515,8 @@ impl<T: QueueItem> EventQueue<T> {
     /// queue run by a dedicated thread moves what its remote half holds.
     ///
     /// A pool queue serves one group of one cooperation (a queue per agent, per cooperation
-    /// or per priority binding), so this runs once per queue, and no agent bound to it runs
-    /// after it.
+    /// or per priority binding), so this runs once per queue, and no handler of its agents
+    /// runs after the `finish` that follows it.
     ///
     /// # Safety
     /// The caller runs this queue.
