@@ -50,6 +50,10 @@ pub struct LocalityArgs {
     /// Assignments of agents to threads.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = locality::Assignment::ALL)]
     pub assignment: Vec<locality::Assignment>,
+    /// `work_stealing`: turns between a worker's looks at its home run queue (the sends from
+    /// outside the pool) before its own deque.
+    #[arg(long = "home-queue-interval", default_value_t = cohort::defaults::HOME_QUEUE_INTERVAL)]
+    pub home_queue_interval: usize,
 }
 
 /// Runs the locality grid: per cell, the assignments interleaved run by run (so load on the
@@ -71,6 +75,7 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                     state_bytes,
                     messages: a.messages,
                     assignment,
+                    home_queue_interval: a.home_queue_interval,
                 };
                 if !cell(locality::Assignment::Dedicated).fits() {
                     eprintln!(
@@ -110,6 +115,7 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                         "state_bytes": state_bytes,
                         "messages": a.messages,
                         "assignment": assignment.label(),
+                        "home_queue_interval": a.home_queue_interval,
                     }))
                 };
                 if let Some(r) = grid.add_cell(&a.assignment, &samples, a.messages) {
@@ -272,6 +278,7 @@ pub fn locality_plan(quick: bool) -> LocalityArgs {
         state_bytes: locality::STATE_BYTES.to_vec(),
         messages: locality::MESSAGES,
         assignment: locality::Assignment::ALL.to_vec(),
+        home_queue_interval: cohort::defaults::HOME_QUEUE_INTERVAL,
     };
     if quick {
         a.agents = vec![24];

@@ -61,7 +61,8 @@ pub const HOME_BLOCK: usize = 16;
 
 /// Every how many turns a `work_stealing` worker takes from its home run queue before its own
 /// deque (tokio uses 61): bounds how long work sent from outside the pool waits behind a
-/// worker's own busy queues.
+/// worker's own busy queues. Set per dispatcher with
+/// [`WorkStealingBuilder::home_queue_interval`](crate::WorkStealingBuilder::home_queue_interval).
 pub const HOME_QUEUE_INTERVAL: usize = 61;
 
 /// Every how many turns a `thread_pool` worker compares its own FIFO of queues with the

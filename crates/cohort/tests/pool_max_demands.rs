@@ -400,6 +400,68 @@ fn work_stealing_busy_self_sender_does_not_starve_others() {
     });
 }
 
+/// `work_stealing` with `home_queue_interval(1)`: a worker serves its home run queue before
+/// its deque at every turn, so a `Ping` sent from outside while a self-sending agent keeps the
+/// one worker busy is handled within two of that agent's turns after the send returned (the
+/// turn under way, and one that may have started before the push was visible). With the
+/// default interval (61) it waits up to 61 turns: a setter that did nothing fails this
+/// three times in a row only by chance of about 3 % each.
+#[test]
+fn work_stealing_home_queue_interval_is_honoured() {
+    if common::under_valgrind() {
+        eprintln!("skipped under valgrind: scheduling-dependent (see above)");
+        return;
+    }
+    watchdog(TIMEOUT, || {
+        let k = 4;
+        let env = cohort::Environment::builder().start().unwrap();
+        let pool = cohort::WorkStealingBuilder::new()
+            .name("interval")
+            .threads(1)
+            .home_queue_interval(1)
+            .build(&env)
+            .unwrap();
+        let spins = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (spinning_tx, spinning_rx) = mpsc::channel();
+        let (report_tx, report_rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        coop.set_binder(pool_binder(&pool, Fifo::Individual, k));
+        let spinner = coop
+            .add(Spinner {
+                spins: spins.clone(),
+                stop: stop.clone(),
+                limit: usize::MAX,
+                spinning: spinning_tx,
+            })
+            .mbox();
+        let pinged = coop
+            .add(Pinged {
+                spins: spins.clone(),
+                // Not the spinner's: it keeps spinning through the pings.
+                stop: Arc::new(AtomicBool::new(false)),
+                report: report_tx,
+            })
+            .mbox();
+        env.register_coop(coop).unwrap();
+        spinner.send(Spin);
+        common::recv(&spinning_rx, "the spinner to start");
+        for round in 0..3 {
+            pinged.send(Ping);
+            let sent_at = spins.load(Ordering::SeqCst);
+            let at = common::recv(&report_rx, "the ping to be handled");
+            assert!(
+                at.saturating_sub(sent_at) <= 2 * k,
+                "ping {round}: handled {} spins after its send, more than two turns of {k}: \
+                 the worker did not look at its home run queue at every turn",
+                at.saturating_sub(sent_at)
+            );
+        }
+        stop.store(true, Ordering::SeqCst);
+        env.stop_and_wait();
+    });
+}
+
 /// One of the self-sender's own demands.
 #[derive(Debug, Clone, Copy)]
 struct Loop;

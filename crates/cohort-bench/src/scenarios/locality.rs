@@ -69,6 +69,8 @@ pub struct Cell {
     pub state_bytes: usize,
     pub messages: usize,
     pub assignment: Assignment,
+    /// `work_stealing`'s `home_queue_interval` (turns between looks at the home run queue).
+    pub home_queue_interval: usize,
 }
 
 impl Cell {
@@ -204,6 +206,7 @@ pub fn run_once(cell: Cell) -> Result<Outcome, String> {
             cohort::WorkStealingBuilder::new()
                 .name("loc-ws")
                 .threads(cell.workers)
+                .home_queue_interval(cell.home_queue_interval)
                 .build(&env)
                 .map_err(e)?
                 .pool_binder(individual)
@@ -300,6 +303,7 @@ mod tests {
                 state_bytes: 256,
                 messages: 2_000,
                 assignment,
+                home_queue_interval: cohort::defaults::HOME_QUEUE_INTERVAL,
             })
             .unwrap();
             assert_eq!(o.handled, 2_000, "{assignment:?}");
@@ -315,6 +319,7 @@ mod tests {
             state_bytes: 64,
             messages: 10,
             assignment: Assignment::WorkStealing,
+            home_queue_interval: 1,
         };
         assert_eq!(run_once(cell).unwrap().handled, 10);
         cell.state_bytes = 3_200_000;

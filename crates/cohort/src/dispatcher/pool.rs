@@ -136,6 +136,9 @@ pub(crate) struct Pool {
     /// The fifo a binder uses when its parameters do not say.
     default_fifo: Fifo,
     spin: Duration,
+    /// `work_stealing`: every how many turns a worker takes from its home run queue before
+    /// its own deque (see [`WorkStealingBuilder::home_queue_interval`](super::WorkStealingBuilder::home_queue_interval)).
+    home_interval: usize,
     /// `thread_pool` and `adv_thread_pool`: the shared FIFO of woken queues (`work_stealing`
     /// puts them in its home run queues instead).
     injector: Injector<QueueRef>,
@@ -190,9 +193,11 @@ struct WorkerCtx {
     /// Last time each other worker's LIFO slot was seen occupied during the same turn of its
     /// owner: (turn seen, since when), to steal a queue stranded there (see `Slot`).
     slot_watch: std::cell::RefCell<Vec<Option<(usize, Instant)>>>,
-    /// Turns taken: every `HOME_QUEUE_INTERVAL`-th look of a `work_stealing` worker starts with
-    /// its home run queue; `thread_pool` balances its FIFO every `BALANCE_INTERVAL`-th.
+    /// Turns taken: `thread_pool` balances its FIFO every `BALANCE_INTERVAL`-th.
     ticks: Cell<usize>,
+    /// `work_stealing`: turns left before the next one starts with the home run queue (a
+    /// countdown from the pool's `home_interval`, so a turn costs no division).
+    home_countdown: Cell<usize>,
     /// Quoted round robin: the priority being served and the demands left in its quota.
     prio_cursor: Cell<(usize, usize)>,
     /// Priority policy (one worker): the queues of each priority that this worker scheduled
@@ -239,8 +244,10 @@ impl Pool {
         default_fifo: Fifo,
         threads: usize,
         spin: Duration,
+        home_interval: usize,
         switch: StatsSwitch,
     ) -> std::io::Result<Arc<Pool>> {
+        debug_assert!(home_interval >= 1, "validated by the builder");
         let locals: Vec<Worker<QueueRef>> = (0..threads).map(|_| Worker::new_fifo()).collect();
         let stealers = locals.iter().map(Worker::stealer).collect();
         let pool = Arc::new_cyclic(|me| Pool {
@@ -248,6 +255,7 @@ impl Pool {
             policy,
             default_fifo,
             spin,
+            home_interval,
             injector: Injector::new(),
             homes: match policy {
                 Policy::Stealing => (0..threads)
@@ -439,15 +447,17 @@ impl Pool {
         if self.is_fifo() {
             return self.next_fifo(ctx, lifo_streak);
         }
-        let tick = ctx.ticks.get().wrapping_add(1);
-        ctx.ticks.set(tick);
         let home = &self.homes[ctx.index];
         // Every so often the home run queue goes first, so that a worker kept busy by its own
         // deque (a self-sending agent rescheduled there) does not starve work from outside.
-        if tick.is_multiple_of(defaults::HOME_QUEUE_INTERVAL)
-            && let Some(q) = take_from(home)
-        {
-            return Some(q);
+        let left = ctx.home_countdown.get() - 1;
+        if left == 0 {
+            ctx.home_countdown.set(self.home_interval);
+            if let Some(q) = take_from(home) {
+                return Some(q);
+            }
+        } else {
+            ctx.home_countdown.set(left);
         }
         let slot = &self.slots[ctx.index];
         if *lifo_streak < defaults::LIFO_STREAK
@@ -643,6 +653,7 @@ impl Pool {
             local,
             slot_watch: std::cell::RefCell::new(vec![None; self.slots.len()]),
             ticks: Cell::new(0),
+            home_countdown: Cell::new(self.home_interval),
             // "Priority 0, quota spent": the first search wraps to the highest priority.
             prio_cursor: Cell::new((0, 0)),
             prio_local: std::cell::RefCell::new(match self.policy {
