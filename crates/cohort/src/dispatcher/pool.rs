@@ -137,7 +137,7 @@ pub(crate) struct Pool {
     default_fifo: Fifo,
     spin: Duration,
     /// `work_stealing`: every how many turns a worker takes from its home run queue before
-    /// its own deque (see [`WorkStealingBuilder::home_queue_interval`](super::WorkStealingBuilder::home_queue_interval)).
+    /// its own deque (`WorkStealingBuilder::home_queue_interval`, at least 1).
     home_interval: usize,
     /// `thread_pool` and `adv_thread_pool`: the shared FIFO of woken queues (`work_stealing`
     /// puts them in its home run queues instead).
