@@ -186,7 +186,7 @@ impl Agent for Tally {
 }
 
 /// Plain threads keep sending while the agent's cooperation deregisters, then drop their
-/// mailboxes (the last references to the agent): each message is either handled before
+/// mailboxes (with the cooperation's, the last references to the agent): each message is either handled before
 /// `finish` or counted as a dead letter, each sender's handled messages are its first ones in
 /// order, and nothing touches the agent after it is gone (valgrind's memcheck would see it).
 /// Remote sends to a pool queue borrow the agent until its finish step: this is the race
