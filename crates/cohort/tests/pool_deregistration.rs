@@ -40,6 +40,17 @@ impl Agent for Sink {
     }
 }
 
+/// Runs `check` for each pool kind with each fifo, under one watchdog.
+fn on_every_pool(check: impl Fn(PoolKind, Fifo) + Send + 'static) {
+    watchdog(TIMEOUT, move || {
+        for kind in PoolKind::ALL {
+            for fifo in [Fifo::Individual, Fifo::Cooperation] {
+                check(kind, fifo);
+            }
+        }
+    });
+}
+
 /// The pool binder of `kind` with `fifo`, on a new two-worker pool.
 fn pool(env: &cohort::Environment, kind: PoolKind, fifo: Fifo) -> Binder {
     let p = kind.build(env, &format!("dereg-{kind:?}-{fifo:?}"), 2);
@@ -93,13 +104,7 @@ fn finish_after_pending(kind: PoolKind, fifo: Fifo) {
 
 #[test]
 fn finish_runs_after_pending_messages() {
-    watchdog(TIMEOUT, || {
-        for kind in PoolKind::ALL {
-            for fifo in [Fifo::Individual, Fifo::Cooperation] {
-                finish_after_pending(kind, fifo);
-            }
-        }
-    });
+    on_every_pool(finish_after_pending);
 }
 
 /// From `start`: sends `n` items to its peer, then deregisters its own cooperation (which
@@ -122,39 +127,35 @@ impl Agent for LocalSender {
 
 #[test]
 fn finish_runs_after_messages_sent_from_the_pool_before_deregistering() {
-    watchdog(TIMEOUT, || {
+    on_every_pool(|kind, fifo| {
         let n = common::count(3_000) as u32;
-        for kind in PoolKind::ALL {
-            for fifo in [Fifo::Individual, Fifo::Cooperation] {
-                let deregistered: Probe<CoopDeregistered> = Probe::new();
-                let (builder, dead) = DeadLetters::builder();
-                let env = builder.start().unwrap();
-                let (tx, rx) = mpsc::channel();
-                let mut coop = env.new_coop();
-                coop.set_binder(pool(&env, kind, fifo))
-                    .notify_deregistered(deregistered.mbox.clone());
-                let sink = coop
-                    .add(Sink {
-                        gate: None,
-                        seen: Vec::new(),
-                        finished: tx,
-                    })
-                    .mbox();
-                coop.add(LocalSender { peer: sink, n });
-                let handle = env.register_coop(coop).unwrap();
-                let seen = common::recv(&rx, "the sink's finish");
-                assert!(
-                    seen == (0..n).collect::<Vec<_>>(),
-                    "{kind:?}/{fifo:?}: {} of {n} items seen before finish",
-                    seen.len()
-                );
-                let d = deregistered.recv("CoopDeregistered");
-                assert_eq!((d.id, d.reason), (handle.id(), DeregReason::User(7)));
-                env.stop_and_wait();
-                assert_eq!(dead.all(), vec![], "{kind:?}/{fifo:?}");
-                deregistered.shutdown();
-            }
-        }
+        let deregistered: Probe<CoopDeregistered> = Probe::new();
+        let (builder, dead) = DeadLetters::builder();
+        let env = builder.start().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        coop.set_binder(pool(&env, kind, fifo))
+            .notify_deregistered(deregistered.mbox.clone());
+        let sink = coop
+            .add(Sink {
+                gate: None,
+                seen: Vec::new(),
+                finished: tx,
+            })
+            .mbox();
+        coop.add(LocalSender { peer: sink, n });
+        let handle = env.register_coop(coop).unwrap();
+        let seen = common::recv(&rx, "the sink's finish");
+        assert!(
+            seen == (0..n).collect::<Vec<_>>(),
+            "{kind:?}/{fifo:?}: {} of {n} items seen before finish",
+            seen.len()
+        );
+        let d = deregistered.recv("CoopDeregistered");
+        assert_eq!((d.id, d.reason), (handle.id(), DeregReason::User(7)));
+        env.stop_and_wait();
+        assert_eq!(dead.all(), vec![], "{kind:?}/{fifo:?}");
+        deregistered.shutdown();
     });
 }
 
@@ -245,13 +246,7 @@ fn senders_race_deregistration(kind: PoolKind, fifo: Fifo) {
 
 #[test]
 fn senders_racing_deregistration_lose_nothing() {
-    watchdog(TIMEOUT, || {
-        for kind in PoolKind::ALL {
-            for fifo in [Fifo::Individual, Fifo::Cooperation] {
-                senders_race_deregistration(kind, fifo);
-            }
-        }
-    });
+    on_every_pool(senders_race_deregistration);
 }
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -373,22 +368,10 @@ fn children_first(kind: PoolKind, fifo: Fifo, by_stop: bool) {
 
 #[test]
 fn children_finish_first_on_deregistration() {
-    watchdog(TIMEOUT, || {
-        for kind in PoolKind::ALL {
-            for fifo in [Fifo::Individual, Fifo::Cooperation] {
-                children_first(kind, fifo, false);
-            }
-        }
-    });
+    on_every_pool(|kind, fifo| children_first(kind, fifo, false));
 }
 
 #[test]
 fn children_finish_first_on_stop() {
-    watchdog(TIMEOUT, || {
-        for kind in PoolKind::ALL {
-            for fifo in [Fifo::Individual, Fifo::Cooperation] {
-                children_first(kind, fifo, true);
-            }
-        }
-    });
+    on_every_pool(|kind, fifo| children_first(kind, fifo, true));
 }
