@@ -530,14 +530,15 @@ impl<T: QueueItem> EventQueue<T> {
         let tail = tail_index(self.senders.state.fetch_or(SENDERS_OWN, Ordering::AcqRel));
         let head = &self.run.remote_head;
         let backoff = crate::sync::Backoff::new();
-        // SAFETY: the caller runs this queue: the head is its alone.
-        while unsafe { head.index() } != tail {
+        loop {
+            // SAFETY: the caller runs this queue: the head is its alone.
+            unsafe { self.move_to_local(usize::MAX, || head.pop(tail)) };
             // SAFETY: as above.
-            match unsafe { head.pop(tail) } {
-                // SAFETY: as above.
-                Some(d) => unsafe { self.push_local(d) },
-                None => backoff.snooze(),
+            if unsafe { head.index() } == tail {
+                return;
             }
+            // A slot reserved before the flag and not written yet stopped the move.
+            backoff.snooze();
         }
     }
 
