@@ -337,6 +337,58 @@ impl Agent for Pinged {
     }
 }
 
+/// A `Spinner` (at most `limit` spins, `max_demands_at_once` = `k`) already spinning on
+/// `pool`, beside a `Pinged` whose ping stops the spinner when `ping_stops`.
+struct SpinningWithPinged {
+    spins: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    pinged: Mbox,
+    report: mpsc::Receiver<usize>,
+}
+
+fn spinning_with_pinged(
+    env: &cohort::Environment,
+    pool: &cohort::DispatcherHandle,
+    k: usize,
+    limit: usize,
+    ping_stops: bool,
+) -> SpinningWithPinged {
+    let spins = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (spinning_tx, spinning_rx) = mpsc::channel();
+    let (report_tx, report) = mpsc::channel();
+    let mut coop = env.new_coop();
+    coop.set_binder(pool_binder(pool, Fifo::Individual, k));
+    let spinner = coop
+        .add(Spinner {
+            spins: spins.clone(),
+            stop: stop.clone(),
+            limit,
+            spinning: spinning_tx,
+        })
+        .mbox();
+    let pinged = coop
+        .add(Pinged {
+            spins: spins.clone(),
+            stop: if ping_stops {
+                stop.clone()
+            } else {
+                Arc::new(AtomicBool::new(false))
+            },
+            report: report_tx,
+        })
+        .mbox();
+    env.register_coop(coop).unwrap();
+    spinner.send(Spin);
+    common::recv(&spinning_rx, "the spinner to start");
+    SpinningWithPinged {
+        spins,
+        stop,
+        pinged,
+        report,
+    }
+}
+
 /// With one worker, an agent that keeps sending to itself must not keep the worker from an
 /// agent woken by a send from outside the pool: after its turn of `max_demands_at_once`
 /// demands, the worker has to move on to the other scheduled queue.
@@ -350,33 +402,9 @@ fn busy_self_sender_does_not_starve_others(kind: PoolKind) {
     let limit = 200_000; // not scaled under valgrind: the ping must be able to arrive first
     let env = cohort::Environment::builder().start().unwrap();
     let pool = kind.build(&env, "spin", 1);
-    let spins = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let (spinning_tx, spinning_rx) = mpsc::channel();
-    let (report_tx, report_rx) = mpsc::channel();
-    let mut coop = env.new_coop();
-    coop.set_binder(pool_binder(&pool, Fifo::Individual, 4));
-    let spinner = coop
-        .add(Spinner {
-            spins: spins.clone(),
-            stop: stop.clone(),
-            limit,
-            spinning: spinning_tx,
-        })
-        .mbox();
-    let pinged = coop
-        .add(Pinged {
-            spins: spins.clone(),
-            stop,
-            report: report_tx,
-        })
-        .mbox();
-    env.register_coop(coop).unwrap();
-
-    spinner.send(Spin);
-    common::recv(&spinning_rx, "the spinner to start");
-    pinged.send(Ping);
-    let at = common::recv(&report_rx, "the ping to be handled");
+    let s = spinning_with_pinged(&env, &pool, 4, limit, true);
+    s.pinged.send(Ping);
+    let at = common::recv(&s.report, "the ping to be handled");
     env.stop_and_wait();
     assert!(
         at < limit,
@@ -421,35 +449,12 @@ fn work_stealing_home_queue_interval_is_honoured() {
             .home_queue_interval(1)
             .build(&env)
             .unwrap();
-        let spins = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (spinning_tx, spinning_rx) = mpsc::channel();
-        let (report_tx, report_rx) = mpsc::channel();
-        let mut coop = env.new_coop();
-        coop.set_binder(pool_binder(&pool, Fifo::Individual, k));
-        let spinner = coop
-            .add(Spinner {
-                spins: spins.clone(),
-                stop: stop.clone(),
-                limit: usize::MAX,
-                spinning: spinning_tx,
-            })
-            .mbox();
-        let pinged = coop
-            .add(Pinged {
-                spins: spins.clone(),
-                // Not the spinner's: it keeps spinning through the pings.
-                stop: Arc::new(AtomicBool::new(false)),
-                report: report_tx,
-            })
-            .mbox();
-        env.register_coop(coop).unwrap();
-        spinner.send(Spin);
-        common::recv(&spinning_rx, "the spinner to start");
+        // The pings leave the spinner spinning.
+        let s = spinning_with_pinged(&env, &pool, k, usize::MAX, false);
         for round in 0..3 {
-            pinged.send(Ping);
-            let sent_at = spins.load(Ordering::SeqCst);
-            let at = common::recv(&report_rx, "the ping to be handled");
+            s.pinged.send(Ping);
+            let sent_at = s.spins.load(Ordering::SeqCst);
+            let at = common::recv(&s.report, "the ping to be handled");
             assert!(
                 at.saturating_sub(sent_at) <= 2 * k,
                 "ping {round}: handled {} spins after its send, more than two turns of {k}: \
@@ -457,7 +462,7 @@ fn work_stealing_home_queue_interval_is_honoured() {
                 at.saturating_sub(sent_at)
             );
         }
-        stop.store(true, Ordering::SeqCst);
+        s.stop.store(true, Ordering::SeqCst);
         env.stop_and_wait();
     });
 }
