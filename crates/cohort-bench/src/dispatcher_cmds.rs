@@ -4,6 +4,7 @@ use super::{Machine, Record, params, sampled};
 use crate::scenarios::{idle_cpu, locality};
 use clap::Args;
 use serde_json::json;
+use std::time::Duration;
 
 /// `idle-cpu` flags.
 #[derive(Args, Clone)]
@@ -54,6 +55,10 @@ pub struct LocalityArgs {
     /// outside the pool) before its own deque.
     #[arg(long = "home-queue-interval", default_value_t = cohort::defaults::HOME_QUEUE_INTERVAL)]
     pub home_queue_interval: usize,
+    /// `work_stealing`: how long, in microseconds, a busy worker's home run queue holds work
+    /// before one of its looks takes from it (0: at every look).
+    #[arg(long = "home-queue-wait-us", default_value_t = cohort::defaults::HOME_QUEUE_WAIT.as_micros() as u64)]
+    pub home_queue_wait_us: u64,
 }
 
 /// Runs the locality grid: per cell, the assignments interleaved run by run (so load on the
@@ -76,6 +81,7 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                     messages: a.messages,
                     assignment,
                     home_queue_interval: a.home_queue_interval,
+                    home_queue_wait: Duration::from_micros(a.home_queue_wait_us),
                 };
                 if !cell(locality::Assignment::Dedicated).fits() {
                     eprintln!(
@@ -116,6 +122,7 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                         "messages": a.messages,
                         "assignment": assignment.label(),
                         "home_queue_interval": a.home_queue_interval,
+                        "home_queue_wait_us": a.home_queue_wait_us,
                     }))
                 };
                 if let Some(r) = grid.add_cell(&a.assignment, &samples, a.messages) {
@@ -279,6 +286,7 @@ pub fn locality_plan(quick: bool) -> LocalityArgs {
         messages: locality::MESSAGES,
         assignment: locality::Assignment::ALL.to_vec(),
         home_queue_interval: cohort::defaults::HOME_QUEUE_INTERVAL,
+        home_queue_wait_us: cohort::defaults::HOME_QUEUE_WAIT.as_micros() as u64,
     };
     if quick {
         a.agents = vec![24];

@@ -29,6 +29,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
 struct Item(u32);
@@ -146,8 +147,18 @@ enum Backlog {
 
 /// Runs the set-up on a one-worker pool of `kind` and returns the log.
 fn run(kind: PoolKind, k: usize, n: u32, backlog: Backlog) -> Vec<(char, u32)> {
+    run_on(|env| kind.build(env, "maxd", 1), k, n, backlog)
+}
+
+/// Runs the set-up on the one-worker pool that `pool` builds and returns the log.
+fn run_on(
+    pool: impl FnOnce(&cohort::Environment) -> cohort::DispatcherHandle,
+    k: usize,
+    n: u32,
+    backlog: Backlog,
+) -> Vec<(char, u32)> {
     let env = cohort::Environment::builder().start().unwrap();
-    let pool = kind.build(&env, "maxd", 1);
+    let pool = pool(&env);
     let log = Log::default();
     let (started_tx, started_rx) = mpsc::channel();
     let (done_tx, done_rx) = mpsc::channel();
@@ -265,18 +276,28 @@ fn work_stealing_turns_of_max_demands_at_once_backlog_from_worker() {
     });
 }
 
-/// `work_stealing`, backlog queued from outside: both queues wait in a home run queue. A
-/// worker reschedules a queue with work left on its own deque, and serves its deque before
-/// its home run queue except every `HOME_QUEUE_INTERVAL` turns, so the exact interleaving
-/// depends on how the worker takes batches from its home run queue and on its turn count. What is checked is
-/// the promise: after turns of `k` demands of `A`, the worker moves on to `B` within
-/// `HOME_QUEUE_INTERVAL` turns, long before `A`'s backlog is exhausted.
+/// `work_stealing` with no `home_queue_wait`, backlog queued from outside: both queues wait
+/// in a home run queue. A worker reschedules a queue with work left on its own deque, and
+/// serves its deque before its home run queue except every `HOME_QUEUE_INTERVAL` turns, so
+/// the exact interleaving depends on how the worker takes batches from its home run queue and
+/// on its turn count. What is checked is the promise: after turns of `k` demands of `A`, the
+/// worker moves on to `B` within `HOME_QUEUE_INTERVAL` turns, long before `A`'s backlog is
+/// exhausted. (With the default wait, 1 ms, `B` may wait for all of `A`: 601 demands take
+/// less; `work_stealing_home_queue_wait_is_honoured` checks the wait.)
 #[test]
 fn work_stealing_moves_on_after_max_demands_at_once_backlog_from_outside() {
     watchdog(TIMEOUT, || {
         let n = 601; // not scaled under valgrind: the check needs more than 61 turns of A
         for k in [1, 4, 3] {
-            let log = run(PoolKind::WorkStealing, k, n as u32, Backlog::FromOutside);
+            let no_wait = |env: &cohort::Environment| {
+                cohort::WorkStealingBuilder::new()
+                    .name("maxd")
+                    .threads(1)
+                    .home_queue_wait(Duration::ZERO)
+                    .build(env)
+                    .unwrap()
+            };
+            let log = run_on(no_wait, k, n as u32, Backlog::FromOutside);
             assert_eq!(log.len(), 2 * n);
             let first_b = log.iter().position(|e| e.0 == 'B').unwrap();
             let last_a = log.iter().rposition(|e| e.0 == 'A').unwrap();
@@ -325,6 +346,7 @@ struct Pinged {
     spins: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     report: Sender<usize>,
+    started: Sender<()>,
 }
 
 impl Agent for Pinged {
@@ -335,10 +357,16 @@ impl Agent for Pinged {
         })?;
         Ok(())
     }
+
+    fn start(&mut self, _: &mut Context<'_, Self>) {
+        let _ = self.started.send(());
+    }
 }
 
 /// A `Spinner` (at most `limit` spins, `max_demands_at_once` = `k`) already spinning on
-/// `pool`, beside a `Pinged` whose ping stops the spinner when `ping_stops`.
+/// `pool`, beside a `Pinged` whose ping stops the spinner when `ping_stops`. The spinner is
+/// started only once the pinged agent has started: on one worker, the pinged agent's queue
+/// is then idle, and its first ping wakes it.
 struct SpinningWithPinged {
     spins: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
@@ -357,6 +385,7 @@ fn spinning_with_pinged(
     let stop = Arc::new(AtomicBool::new(false));
     let (spinning_tx, spinning_rx) = mpsc::channel();
     let (report_tx, report) = mpsc::channel();
+    let (started_tx, started_rx) = mpsc::channel();
     let mut coop = env.new_coop();
     coop.set_binder(pool_binder(pool, Fifo::Individual, k));
     let spinner = coop
@@ -376,9 +405,11 @@ fn spinning_with_pinged(
                 Arc::new(AtomicBool::new(false))
             },
             report: report_tx,
+            started: started_tx,
         })
         .mbox();
     env.register_coop(coop).unwrap();
+    common::recv(&started_rx, "the pinged agent to start");
     spinner.send(Spin);
     common::recv(&spinning_rx, "the spinner to start");
     SpinningWithPinged {
@@ -428,12 +459,12 @@ fn work_stealing_busy_self_sender_does_not_starve_others() {
     });
 }
 
-/// `work_stealing` with `home_queue_interval(1)`: a worker serves its home run queue before
-/// its deque at every turn, so a `Ping` sent from outside while a self-sending agent keeps the
-/// one worker busy is handled within two of that agent's turns after the send returned (the
-/// turn under way, and one that may have started before the push was visible). With the
-/// default interval (61) it waits up to 61 turns: a setter that did nothing fails this
-/// three times in a row only by chance of about 3 % each.
+/// `work_stealing` with `home_queue_interval(1)` and no `home_queue_wait`: a worker serves
+/// its home run queue before its deque at every turn, so a `Ping` sent from outside while a
+/// self-sending agent keeps the one worker busy is handled within two of that agent's turns
+/// after the send returned (the turn under way, and one that may have started before the push
+/// was visible). With the default interval (61) it waits up to 61 turns: a setter that did
+/// nothing fails this three times in a row only by chance of about 3 % each.
 #[test]
 fn work_stealing_home_queue_interval_is_honoured() {
     if common::under_valgrind() {
@@ -447,6 +478,7 @@ fn work_stealing_home_queue_interval_is_honoured() {
             .name("interval")
             .threads(1)
             .home_queue_interval(1)
+            .home_queue_wait(Duration::ZERO)
             .build(&env)
             .unwrap();
         // The pings leave the spinner spinning.
@@ -464,6 +496,44 @@ fn work_stealing_home_queue_interval_is_honoured() {
         }
         s.stop.store(true, Ordering::SeqCst);
         env.stop_and_wait();
+    });
+}
+
+/// `work_stealing` with `home_queue_wait`: while a self-sending agent keeps the one worker
+/// busy, a `Ping` sent from outside waits in the home run queue for at least the wait (looks
+/// at every turn find it there, and take it only once it has been there that long), and is
+/// then handled although the spinner never stops (the watchdog fails a starved ping). A
+/// setter that did nothing would run the ping within microseconds (the default wait is 1 ms,
+/// and this one is 30 times longer). One timed ping per pool: the next one could find the
+/// pinged agent's queue still finishing the turn that sent the report, and join it there.
+#[test]
+fn work_stealing_home_queue_wait_is_honoured() {
+    watchdog(TIMEOUT, || {
+        let wait = Duration::from_millis(30);
+        for round in 0..2 {
+            let env = cohort::Environment::builder().start().unwrap();
+            let pool = cohort::WorkStealingBuilder::new()
+                .name("wait")
+                .threads(1)
+                .home_queue_interval(1)
+                .home_queue_wait(wait)
+                .build(&env)
+                .unwrap();
+            let s = spinning_with_pinged(&env, &pool, 4, usize::MAX, false);
+            let sent = Instant::now();
+            s.pinged.send(Ping);
+            let spins_at_send = s.spins.load(Ordering::SeqCst);
+            let at = common::recv(&s.report, "the ping to be handled");
+            let waited = sent.elapsed();
+            assert!(
+                waited >= wait,
+                "ping {round}: handled {waited:?} after its send ({} spins), before the \
+                 home_queue_wait of {wait:?}: the worker took it at its first look",
+                at.saturating_sub(spins_at_send)
+            );
+            s.stop.store(true, Ordering::SeqCst);
+            env.stop_and_wait();
+        }
     });
 }
 

@@ -71,6 +71,8 @@ pub struct Cell {
     pub assignment: Assignment,
     /// `work_stealing`'s `home_queue_interval` (turns between looks at the home run queue).
     pub home_queue_interval: usize,
+    /// `work_stealing`'s `home_queue_wait`.
+    pub home_queue_wait: Duration,
 }
 
 impl Cell {
@@ -207,6 +209,7 @@ pub fn run_once(cell: Cell) -> Result<Outcome, String> {
                 .name("loc-ws")
                 .threads(cell.workers)
                 .home_queue_interval(cell.home_queue_interval)
+                .home_queue_wait(cell.home_queue_wait)
                 .build(&env)
                 .map_err(e)?
                 .pool_binder(individual)
@@ -304,6 +307,7 @@ mod tests {
                 messages: 2_000,
                 assignment,
                 home_queue_interval: cohort::defaults::HOME_QUEUE_INTERVAL,
+                home_queue_wait: cohort::defaults::HOME_QUEUE_WAIT,
             })
             .unwrap();
             assert_eq!(o.handled, 2_000, "{assignment:?}");
@@ -320,6 +324,7 @@ mod tests {
             messages: 10,
             assignment: Assignment::WorkStealing,
             home_queue_interval: 1,
+            home_queue_wait: Duration::ZERO,
         };
         assert_eq!(run_once(cell).unwrap().handled, 10);
         cell.state_bytes = 3_200_000;

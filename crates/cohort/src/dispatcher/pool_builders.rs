@@ -1,7 +1,7 @@
 //! Builders of the pool dispatchers (`thread_pool`, `work_stealing`) and their binding
 //! parameters. Every default is documented where it is set.
 
-use super::pool::{PRIORITIES, Policy, Pool, PoolCore, PrioMode};
+use super::pool::{HomeQueuePace, PRIORITIES, Policy, Pool, PoolCore, PrioMode};
 use super::{BindParams, DispatcherHandle, Fifo};
 use crate::defaults;
 use crate::env::Environment;
@@ -72,8 +72,9 @@ struct PoolParams {
     name: String,
     threads: usize,
     worker_spin: Duration,
-    /// `work_stealing` only (see [`WorkStealingBuilder::home_queue_interval`]).
-    home_queue_interval: usize,
+    /// `work_stealing` only (see [`WorkStealingBuilder::home_queue_interval`] and
+    /// [`WorkStealingBuilder::home_queue_wait`]).
+    home: HomeQueuePace,
 }
 
 impl PoolParams {
@@ -90,7 +91,7 @@ impl PoolParams {
                 "must be at least 1 (the default is the machine's available parallelism)",
             ));
         }
-        if self.home_queue_interval == 0 {
+        if self.home.interval == 0 {
             return Err(DispatcherError::invalid(
                 &self.name,
                 "home_queue_interval",
@@ -104,7 +105,7 @@ impl PoolParams {
             fifo,
             self.threads,
             self.worker_spin,
-            self.home_queue_interval,
+            self.home,
             env.shared().stats_switch(),
         )
         .map_err(|source| DispatcherError::Spawn {
@@ -165,7 +166,7 @@ impl Default for ThreadPoolBuilder {
                 name: "thread_pool".into(),
                 threads: defaults::pool_threads(),
                 worker_spin: defaults::WORKER_SPIN,
-                home_queue_interval: defaults::HOME_QUEUE_INTERVAL,
+                home: HomeQueuePace::default(),
             },
         }
     }
@@ -211,7 +212,7 @@ impl Default for WorkStealingBuilder {
                 name: "work_stealing".into(),
                 threads: defaults::pool_threads(),
                 worker_spin: defaults::WORKER_SPIN,
-                home_queue_interval: defaults::HOME_QUEUE_INTERVAL,
+                home: HomeQueuePace::default(),
             },
         }
     }
@@ -225,17 +226,16 @@ impl WorkStealingBuilder {
 
     pool_builder_setters!();
 
-    /// Every how many turns a worker serves its home run queue (agents woken by sends from
-    /// outside the pool) before its own deque (agents it ran last that still have work), as
-    /// tokio's `global_queue_interval`. At least 1; 1 serves work from outside first at
-    /// every turn. Default: [`defaults::HOME_QUEUE_INTERVAL`] (61).
+    /// Every how many turns a worker kept busy by its own agents looks at its home run queue
+    /// (agents woken by sends from outside the pool) and, once that run queue has held work
+    /// for [`home_queue_wait`](Self::home_queue_wait), serves it before its own deque, as
+    /// tokio's `global_queue_interval`. At least 1. Default:
+    /// [`defaults::HOME_QUEUE_INTERVAL`] (61).
     ///
-    /// It bounds how long an agent woken from outside waits behind a worker's busy agents
-    /// (about this many turns of up to `max_demands_at_once` demands each). A larger value
-    /// lets busy agents run longer in the order they were rescheduled: on the locality
-    /// experiment (2 workers, 3,000,000 messages from a plain thread) 509 instead of 61 ran
-    /// 240 agents x 20 accesses x 64 B at 13.2 M msg/s instead of 12.4 M, other cells within
-    /// noise (`docs/BENCHMARKS.md`).
+    /// With the wait, it bounds how long an agent woken from outside waits behind a worker's
+    /// busy agents (the wait, plus about this many turns of up to `max_demands_at_once`
+    /// demands each). With no wait (`home_queue_wait(Duration::ZERO)`), 1 serves work from
+    /// outside first at every turn.
     ///
     /// ```
     /// let env = cohort::Environment::builder().start().unwrap();
@@ -249,7 +249,39 @@ impl WorkStealingBuilder {
     /// assert!(err.unwrap_err().to_string().contains("home_queue_interval"));
     /// ```
     pub fn home_queue_interval(mut self, turns: usize) -> Self {
-        self.params.home_queue_interval = turns;
+        self.params.home.interval = turns;
+        self
+    }
+
+    /// How long a worker kept busy by its own agents lets its home run queue (agents woken by
+    /// sends from outside the pool) hold work before it serves it first, at its next look
+    /// (every [`home_queue_interval`](Self::home_queue_interval) turns); the wait starts
+    /// again after each agent so taken. A worker whose own deque runs dry serves its home run
+    /// queue at once, and an idle worker steals from it at once. `Duration::ZERO` serves it at
+    /// every look. Default: [`defaults::HOME_QUEUE_WAIT`] (1 ms).
+    ///
+    /// So a worker busy with its own agents takes one agent woken from outside per wait (plus
+    /// up to the interval's turns), oldest first: the k-th in line waits about k waits. The
+    /// others gather messages meanwhile and join that worker's round together when it runs
+    /// out of its own work (or an idle worker takes them at once), instead of one per look:
+    /// what keeps a pool fed from a plain thread as fast as `thread_pool` on few, small
+    /// agents, and faster than with no wait on many agents with large states
+    /// (`docs/BENCHMARKS.md`, locality, 2026-11-25).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// // Work from outside first at every turn: lowest latency for it, tokio's order.
+    /// let ws = cohort::WorkStealingBuilder::new()
+    ///     .threads(2)
+    ///     .home_queue_interval(1)
+    ///     .home_queue_wait(Duration::ZERO)
+    ///     .build(&env)
+    ///     .unwrap();
+    /// # let _ = ws;
+    /// ```
+    pub fn home_queue_wait(mut self, wait: Duration) -> Self {
+        self.params.home.wait = wait;
         self
     }
 
@@ -287,7 +319,7 @@ impl Default for AdvThreadPoolBuilder {
                 name: "adv_thread_pool".into(),
                 threads: defaults::pool_threads(),
                 worker_spin: defaults::WORKER_SPIN,
-                home_queue_interval: defaults::HOME_QUEUE_INTERVAL,
+                home: HomeQueuePace::default(),
             },
         }
     }
@@ -407,7 +439,7 @@ impl PrioOneThreadBuilder {
             Fifo::Individual,
             1,
             self.worker_spin,
-            defaults::HOME_QUEUE_INTERVAL,
+            HomeQueuePace::default(),
             env.shared().stats_switch(),
         )
         .map_err(|source| DispatcherError::Spawn {
