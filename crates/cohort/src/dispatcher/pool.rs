@@ -511,9 +511,9 @@ impl Pool {
     /// Until then the worker keeps to its own deque, and the agents woken from outside wait
     /// together, gathering messages, for the deque to run dry (then they move in as a batch)
     /// or for the wait to run out. Taking one at every look instead spreads them one by one
-    /// into the deque's round: on the locality experiment that cost 240 agents x 20 x 2 KB 12 %
-    /// against thread_pool, and 8,000 agents x 100 x 32 KB ran 15 % slower than with the wait
-    /// (`docs/BENCHMARKS.md`, 2026-11-25).
+    /// into the deque's round: on the locality experiment (3,000,000 messages) that left 240
+    /// agents x 20 x 2 KB 8-14 % behind thread_pool, and 8,000 agents x 100 x 32 KB 15-20 %
+    /// slower than with the wait (`docs/BENCHMARKS.md`, 2026-11-25).
     fn look_at_home(&self, ctx: &WorkerCtx, home: &Injector<QueueRef>) -> Option<QueueRef> {
         if self.home.wait.is_zero() {
             return take_from(home);
