@@ -6,6 +6,9 @@ use clap::Args;
 use serde_json::json;
 use std::time::Duration;
 
+/// `work_stealing`'s default `home_queue_wait`, in microseconds (the locality grid's knob).
+const HOME_QUEUE_WAIT_US: u64 = cohort::defaults::HOME_QUEUE_WAIT.as_micros() as u64;
+
 /// `idle-cpu` flags.
 #[derive(Args, Clone)]
 pub struct IdleCpuArgs {
@@ -57,7 +60,7 @@ pub struct LocalityArgs {
     pub home_queue_interval: usize,
     /// `work_stealing`: how long, in microseconds, a busy worker's home run queue holds work
     /// before one of its looks takes from it (0: at every look).
-    #[arg(long = "home-queue-wait-us", default_value_t = cohort::defaults::HOME_QUEUE_WAIT.as_micros() as u64)]
+    #[arg(long = "home-queue-wait-us", default_value_t = HOME_QUEUE_WAIT_US)]
     pub home_queue_wait_us: u64,
 }
 
@@ -286,7 +289,7 @@ pub fn locality_plan(quick: bool) -> LocalityArgs {
         messages: locality::MESSAGES,
         assignment: locality::Assignment::ALL.to_vec(),
         home_queue_interval: cohort::defaults::HOME_QUEUE_INTERVAL,
-        home_queue_wait_us: cohort::defaults::HOME_QUEUE_WAIT.as_micros() as u64,
+        home_queue_wait_us: HOME_QUEUE_WAIT_US,
     };
     if quick {
         a.agents = vec![24];

@@ -68,13 +68,15 @@ pub const HOME_QUEUE_INTERVAL: usize = 61;
 /// How long a `work_stealing` worker's home run queue must have held work, as the worker's
 /// looks (every [`HOME_QUEUE_INTERVAL`] turns) saw it, before a look takes from it ahead of
 /// the worker's own deque; restarted at each queue so taken. A worker whose deque runs dry
-/// takes from its home run queue at once, and an idle worker steals from it at once: the wait
-/// only applies to a worker kept busy by its own agents, which then takes one queue woken
-/// from outside per wait (the k-th in line waits about k waits). The others join the busy
-/// worker's round in a batch when its deque runs dry, not one per look: on the locality experiment (2
-/// workers, a plain thread sending round robin) the grid's cells within 3 % of the better of
-/// thread_pool and dedicated threads went from 25-28 of 38 to 36-37 (2026-11-25). Set per
-/// dispatcher with
+/// takes from its home run queue at once, and an idle worker steals from it at once: the
+/// wait only applies to a worker kept busy by its own agents, which then takes one queue
+/// woken from outside per wait (the k-th in line waits about k waits). The others join the
+/// busy worker's round in a batch when its deque runs dry, not one per look: on the
+/// locality experiment (2 workers, a plain thread sending round robin) the grid's cells
+/// within 3 % of the better of thread_pool and dedicated threads went from 25-28 of 38 to
+/// 30-35 (three passes each, 2026-11-25). The price: a burst of sends from outside to many
+/// agents of a pool whose workers all keep busy starts them one per wait (self-send,
+/// work_stealing: 0.93-0.95). Set per dispatcher with
 /// [`WorkStealingBuilder::home_queue_wait`](crate::WorkStealingBuilder::home_queue_wait);
 /// zero takes at every look.
 pub const HOME_QUEUE_WAIT: Duration = Duration::from_millis(1);

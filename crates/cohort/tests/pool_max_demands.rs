@@ -288,15 +288,15 @@ fn work_stealing_turns_of_max_demands_at_once_backlog_from_worker() {
 fn work_stealing_moves_on_after_max_demands_at_once_backlog_from_outside() {
     watchdog(TIMEOUT, || {
         let n = 601; // not scaled under valgrind: the check needs more than 61 turns of A
+        let no_wait = |env: &cohort::Environment| {
+            cohort::WorkStealingBuilder::new()
+                .name("maxd")
+                .threads(1)
+                .home_queue_wait(Duration::ZERO)
+                .build(env)
+                .unwrap()
+        };
         for k in [1, 4, 3] {
-            let no_wait = |env: &cohort::Environment| {
-                cohort::WorkStealingBuilder::new()
-                    .name("maxd")
-                    .threads(1)
-                    .home_queue_wait(Duration::ZERO)
-                    .build(env)
-                    .unwrap()
-            };
             let log = run_on(no_wait, k, n as u32, Backlog::FromOutside);
             assert_eq!(log.len(), 2 * n);
             let first_b = log.iter().position(|e| e.0 == 'B').unwrap();

@@ -232,9 +232,11 @@ impl WorkStealingBuilder {
     /// tokio's `global_queue_interval`. At least 1. Default:
     /// [`defaults::HOME_QUEUE_INTERVAL`] (61).
     ///
-    /// With the wait, it bounds how long an agent woken from outside waits behind a worker's
-    /// busy agents (the wait, plus about this many turns of up to `max_demands_at_once`
-    /// demands each). With no wait (`home_queue_wait(Duration::ZERO)`), 1 serves work from
+    /// With the wait, such a worker takes one agent woken from outside per wait, at its first
+    /// look after the wait ran out (see [`home_queue_wait`](Self::home_queue_wait)). With no
+    /// wait (`home_queue_wait(Duration::ZERO)`), it takes one at every look: an agent woken
+    /// from outside waits behind the worker's busy agents about this many turns of up to
+    /// `max_demands_at_once` demands each per agent ahead of it, and 1 serves work from
     /// outside first at every turn.
     ///
     /// ```
@@ -264,9 +266,10 @@ impl WorkStealingBuilder {
     /// up to the interval's turns), oldest first: the k-th in line waits about k waits. The
     /// others gather messages meanwhile and join that worker's round together when it runs
     /// out of its own work (or an idle worker takes them at once), instead of one per look:
-    /// what keeps a pool fed from a plain thread as fast as `thread_pool` on few, small
-    /// agents, and faster than with no wait on many agents with large states
-    /// (`docs/BENCHMARKS.md`, locality, 2026-11-25).
+    /// what keeps a pool fed by a plain thread as fast as `thread_pool` on a few hundred
+    /// agents with small states, and faster than with no wait on many agents with large
+    /// states (`docs/BENCHMARKS.md`, locality, 2026-11-25). The price: a burst of sends from
+    /// outside to many agents while every worker stays busy starts them one per wait.
     ///
     /// ```
     /// use std::time::Duration;
