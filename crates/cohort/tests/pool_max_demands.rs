@@ -537,6 +537,55 @@ fn work_stealing_home_queue_wait_is_honoured() {
     });
 }
 
+/// `work_stealing` with a long `home_queue_wait`: agents bound while the one worker is busy
+/// with a self-sending agent have not begun a turn yet, so the queues their `start` demands
+/// wake from the registering thread are taken at the interval's pace, not one per wait: all
+/// four start well within one wait. (Without that rule the first would wait the whole wait,
+/// and the fourth four of them: the watchdog or the assertion fails, checked.)
+#[test]
+fn work_stealing_new_agents_start_without_the_home_queue_wait() {
+    watchdog(TIMEOUT, || {
+        let wait = Duration::from_secs(5);
+        let env = cohort::Environment::builder().start().unwrap();
+        let pool = cohort::WorkStealingBuilder::new()
+            .name("unstarted")
+            .threads(1)
+            .home_queue_wait(wait)
+            .build(&env)
+            .unwrap();
+        let s = spinning_with_pinged(&env, &pool, 4, usize::MAX, false);
+        let (started_tx, started_rx) = mpsc::channel();
+        let (done_tx, _done_rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        coop.set_binder(pool_binder(&pool, Fifo::Individual, 4));
+        let tags = ['W', 'X', 'Y', 'Z'];
+        for tag in tags {
+            coop.add(Recorder {
+                tag,
+                log: Log::default(),
+                seen: 0,
+                expected: 1,
+                started: started_tx.clone(),
+                done: done_tx.clone(),
+            });
+        }
+        let registered = Instant::now();
+        env.register_coop(coop).unwrap();
+        for _ in tags {
+            common::recv(&started_rx, "a new agent to start");
+        }
+        let took = registered.elapsed();
+        assert!(
+            took < wait,
+            "four agents bound to a busy work_stealing pool took {took:?} to start, not less \
+             than its home_queue_wait of {wait:?}: their first turns waited like work for \
+             agents that had run"
+        );
+        s.stop.store(true, Ordering::SeqCst);
+        env.stop_and_wait();
+    });
+}
+
 /// One of the self-sender's own demands.
 #[derive(Debug, Clone, Copy)]
 struct Loop;

@@ -169,6 +169,11 @@ pub(crate) struct Pool {
     /// `work_stealing`: how many queues were bound, for the first home of the next one
     /// (blocks of [`defaults::HOME_BLOCK`] per worker, round robin).
     next_home: AtomicUsize,
+    /// `work_stealing`: queues scheduled from outside the pool that have not begun a turn
+    /// yet (agents just bound, their `start` waiting): while there are any, looks take from
+    /// the home run queues with no `home.wait`, so that a burst of new agents starts at the
+    /// interval's pace even when every worker is busy.
+    unstarted: AtomicUsize,
     /// `adv_thread_pool`: thread-safe demands waiting for a worker.
     jobs: Injector<Job>,
     /// One run queue per priority (priority policy only).
@@ -288,6 +293,7 @@ impl Pool {
                 _ => Box::new([]),
             },
             next_home: AtomicUsize::new(0),
+            unstarted: AtomicUsize::new(0),
             jobs: Injector::new(),
             by_priority: match policy {
                 Policy::Priority(_) => (0..PRIORITIES).map(|_| Injector::new()).collect(),
@@ -343,7 +349,7 @@ impl Pool {
         let q = Arc::new(EventQueue::pooled(self.scheduler(), max_batch));
         if !self.homes.is_empty() {
             let n = self.next_home.fetch_add(1, Ordering::Relaxed);
-            q.set_home(n / defaults::HOME_BLOCK % self.homes.len());
+            q.set_first_home(n / defaults::HOME_BLOCK % self.homes.len());
         }
         q
     }
@@ -515,7 +521,7 @@ impl Pool {
     /// agents x 20 x 2 KB 8-14 % behind thread_pool, and 8,000 agents x 100 x 32 KB 15-20 %
     /// slower than with the wait (`docs/BENCHMARKS.md`, 2026-11-25).
     fn look_at_home(&self, ctx: &WorkerCtx, home: &Injector<QueueRef>) -> Option<QueueRef> {
-        if self.home.wait.is_zero() {
+        if self.home.wait.is_zero() || self.unstarted.load(Ordering::Relaxed) > 0 {
             return take_from(home);
         }
         if home.is_empty() {
@@ -796,7 +802,9 @@ impl Pool {
         }
         if self.policy == Policy::Stealing {
             // Its home from now on: where a send from outside the pool schedules it.
-            q.set_home(ctx.index);
+            if q.set_home(ctx.index) {
+                self.unstarted.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         let mut ran = 0;
         let mut left = 0;
@@ -1011,6 +1019,9 @@ impl Schedule<Demand> for Pool {
                 // Back to the worker that ran it last: its agent's data may still be in that
                 // core's cache.
                 first = q.home() % self.homes.len();
+                if q.count_if_unstarted() {
+                    self.unstarted.fetch_add(1, Ordering::Relaxed);
+                }
                 self.homes[first].push(q);
             }
             _ => self.injector.push(q),

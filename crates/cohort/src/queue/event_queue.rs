@@ -207,6 +207,13 @@ struct SendersLine<T: QueueItem> {
     has_first: HandOffCell<bool>,
 }
 
+/// `EventQueue::home` flag: the queue has not begun a turn yet (set at bind time, cleared by
+/// its first turn).
+const HOME_UNSTARTED: u32 = 1 << 31;
+/// `EventQueue::home` flag: an unstarted queue, scheduled from outside the pool, that its pool
+/// counts until its first turn.
+const HOME_COUNTED: u32 = 1 << 30;
+
 /// The part of an [`EventQueue`] that its runner writes at every demand, on a cache line of
 /// its own.
 #[repr(C, align(64))]
@@ -461,18 +468,43 @@ impl<T: QueueItem> EventQueue<T> {
     /// queue starts on (a hint: see `RunnerLine::home`).
     #[inline]
     pub(crate) fn home(&self) -> usize {
-        self.senders.home.load(Ordering::Relaxed) as usize
+        (self.senders.home.load(Ordering::Relaxed) & !(HOME_UNSTARTED | HOME_COUNTED)) as usize
+    }
+
+    /// `work_stealing`, at bind time: the worker a new queue starts on; the queue is
+    /// *unstarted* until its first turn.
+    pub(crate) fn set_first_home(&self, worker: usize) {
+        let worker = u32::try_from(worker).unwrap_or(0) & !(HOME_UNSTARTED | HOME_COUNTED);
+        self.senders
+            .home
+            .store(worker | HOME_UNSTARTED, Ordering::Relaxed);
+    }
+
+    /// `work_stealing`, by the thread that won the claim to schedule this queue from outside
+    /// the pool (nobody runs it meanwhile): true, once, if the queue has not begun a turn
+    /// yet; the caller counts it until its first turn (see [`Self::set_home`]).
+    pub(crate) fn count_if_unstarted(&self) -> bool {
+        let h = self.senders.home.load(Ordering::Relaxed);
+        if h & (HOME_UNSTARTED | HOME_COUNTED) != HOME_UNSTARTED {
+            return false;
+        }
+        // The scheduling push that follows publishes it to the queue's first runner.
+        self.senders.home.store(h | HOME_COUNTED, Ordering::Relaxed);
+        true
     }
 
     /// `work_stealing`: names the worker this queue goes back to when it is woken from
-    /// outside the pool (set at bind time and by every turn's worker).
+    /// outside the pool (set by every turn's worker). Returns true at the first turn of a
+    /// queue that [`Self::count_if_unstarted`] counted.
     #[inline]
-    pub(crate) fn set_home(&self, worker: usize) {
-        let worker = u32::try_from(worker).unwrap_or(u32::MAX);
+    pub(crate) fn set_home(&self, worker: usize) -> bool {
+        let worker = u32::try_from(worker).unwrap_or(0) & !(HOME_UNSTARTED | HOME_COUNTED);
+        let old = self.senders.home.load(Ordering::Relaxed);
         // Only when it changes: the line stays shared with the senders that read it.
-        if self.senders.home.load(Ordering::Relaxed) != worker {
+        if old != worker {
             self.senders.home.store(worker, Ordering::Relaxed);
         }
+        old & HOME_COUNTED != 0
     }
 
     /// A pool worker is done with its turn: returns true if the queue has more work and this
