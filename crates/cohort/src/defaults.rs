@@ -74,9 +74,8 @@ pub const HOME_QUEUE_INTERVAL: usize = 61;
 /// busy worker's round in a batch when its deque runs dry, not one per look: on the
 /// locality experiment (2 workers, a plain thread sending round robin) the grid's cells
 /// within 3 % of the better of thread_pool and dedicated threads went from 25-28 of 38 to
-/// 30-35 (three passes each, 2026-11-25). The price: a burst of sends from outside to many
-/// agents of a pool whose workers all keep busy starts them one per wait (self-send,
-/// work_stealing: 0.93-0.95). Set per dispatcher with
+/// 30-35 (three passes each, 2026-11-25). Agents that have not run yet (just bound) skip the
+/// wait, so that a burst of them on a busy pool starts promptly. Set per dispatcher with
 /// [`WorkStealingBuilder::home_queue_wait`](crate::WorkStealingBuilder::home_queue_wait);
 /// zero takes at every look.
 pub const HOME_QUEUE_WAIT: Duration = Duration::from_millis(1);

@@ -512,14 +512,17 @@ impl Pool {
 
     /// `work_stealing`, every `home.interval` turns: the oldest queue of this worker's home run
     /// queue, once that run queue has held work for `home.wait` since a look first found it
-    /// so (counted again after each queue this worker takes from it).
+    /// so (counted again after each queue this worker takes from it); with no wait while some
+    /// queue scheduled from outside has not begun its first turn (`unstarted`).
     ///
     /// Until then the worker keeps to its own deque, and the agents woken from outside wait
     /// together, gathering messages, for the deque to run dry (then they move in as a batch)
     /// or for the wait to run out. Taking one at every look instead spreads them one by one
     /// into the deque's round: on the locality experiment (3,000,000 messages) that left 240
     /// agents x 20 x 2 KB 8-14 % behind thread_pool, and 8,000 agents x 100 x 32 KB 15-20 %
-    /// slower than with the wait (`docs/BENCHMARKS.md`, 2026-11-25).
+    /// slower than with the wait (`docs/BENCHMARKS.md`, 2026-11-25). New agents skip the
+    /// wait: a burst of them registered on a busy pool would otherwise start one per wait
+    /// (self-send, 50 agents: 0.93-0.96 of the build without the wait).
     fn look_at_home(&self, ctx: &WorkerCtx, home: &Injector<QueueRef>) -> Option<QueueRef> {
         if self.home.wait.is_zero() || self.unstarted.load(Ordering::Relaxed) > 0 {
             return take_from(home);
