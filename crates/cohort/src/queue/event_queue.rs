@@ -201,7 +201,10 @@ struct SendersLine<T: QueueItem> {
     /// `work_stealing`: the pool worker that last began a turn of this queue (its *home*),
     /// where a send from outside the pool schedules it again. A hint, not part of the claim
     /// protocol (relaxed; a stale value only costs locality), so a std atomic even under
-    /// loom. Stored only when it changes.
+    /// loom. Stored only when it changes. Its two top bits flag a queue that has not begun a
+    /// turn yet ([`HOME_UNSTARTED`], [`HOME_COUNTED`]): written by the binder, then by the
+    /// claim winner that schedules it, then cleared by its first runner, each ordered after
+    /// the one before by the binding and by the run queue's push and pop.
     home: std::sync::atomic::AtomicU32,
     /// Whether `first` holds a demand; handed over with it.
     has_first: HandOffCell<bool>,
