@@ -1021,8 +1021,9 @@ impl Schedule<Demand> for Pool {
             Policy::Stealing => {
                 // Back to the worker that ran it last: its agent's data may still be in that
                 // core's cache.
-                first = q.home() % self.homes.len();
-                if q.count_if_unstarted() {
+                let (home, unstarted) = q.home_counting_unstarted();
+                first = home % self.homes.len();
+                if unstarted {
                     self.unstarted.fetch_add(1, Ordering::Relaxed);
                 }
                 self.homes[first].push(q);

@@ -467,13 +467,6 @@ impl<T: QueueItem> EventQueue<T> {
         self.max_batch as usize
     }
 
-    /// `work_stealing`: the worker that last began a turn of this queue, or the one a new
-    /// queue starts on (a hint: see `RunnerLine::home`).
-    #[inline]
-    pub(crate) fn home(&self) -> usize {
-        (self.senders.home.load(Ordering::Relaxed) & !(HOME_UNSTARTED | HOME_COUNTED)) as usize
-    }
-
     /// `work_stealing`, at bind time: the worker a new queue starts on; the queue is
     /// *unstarted* until its first turn.
     pub(crate) fn set_first_home(&self, worker: usize) {
@@ -484,21 +477,25 @@ impl<T: QueueItem> EventQueue<T> {
     }
 
     /// `work_stealing`, by the thread that won the claim to schedule this queue from outside
-    /// the pool (nobody runs it meanwhile): true, once, if the queue has not begun a turn
-    /// yet; the caller counts it until its first turn (see [`Self::set_home`]).
-    pub(crate) fn count_if_unstarted(&self) -> bool {
+    /// the pool (nobody runs it meanwhile): its home (the worker that last began a turn of
+    /// it, or the one a new queue starts on; a hint, see `SendersLine::home`), and true,
+    /// once, if the queue has not begun a turn yet; the caller counts it until its first
+    /// turn (see [`Self::set_home`]). One load of the word for both.
+    #[inline]
+    pub(crate) fn home_counting_unstarted(&self) -> (usize, bool) {
         let h = self.senders.home.load(Ordering::Relaxed);
+        let home = (h & !(HOME_UNSTARTED | HOME_COUNTED)) as usize;
         if h & (HOME_UNSTARTED | HOME_COUNTED) != HOME_UNSTARTED {
-            return false;
+            return (home, false);
         }
         // The scheduling push that follows publishes it to the queue's first runner.
         self.senders.home.store(h | HOME_COUNTED, Ordering::Relaxed);
-        true
+        (home, true)
     }
 
     /// `work_stealing`: names the worker this queue goes back to when it is woken from
     /// outside the pool (set by every turn's worker). Returns true at the first turn of a
-    /// queue that [`Self::count_if_unstarted`] counted.
+    /// queue that [`Self::home_counting_unstarted`] counted.
     #[inline]
     pub(crate) fn set_home(&self, worker: usize) -> bool {
         let worker = u32::try_from(worker).unwrap_or(0) & !(HOME_UNSTARTED | HOME_COUNTED);
