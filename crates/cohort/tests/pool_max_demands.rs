@@ -289,12 +289,7 @@ fn work_stealing_moves_on_after_max_demands_at_once_backlog_from_outside() {
     watchdog(TIMEOUT, || {
         let n = 601; // not scaled under valgrind: the check needs more than 61 turns of A
         let no_wait = |env: &cohort::Environment| {
-            cohort::WorkStealingBuilder::new()
-                .name("maxd")
-                .threads(1)
-                .home_queue_wait(Duration::ZERO)
-                .build(env)
-                .unwrap()
+            one_worker_stealing(env, "maxd", HOME_QUEUE_INTERVAL, Duration::ZERO)
         };
         for k in [1, 4, 3] {
             let log = run_on(no_wait, k, n as u32, Backlog::FromOutside);
@@ -310,6 +305,22 @@ fn work_stealing_moves_on_after_max_demands_at_once_backlog_from_outside() {
             );
         }
     });
+}
+
+/// A one-worker `work_stealing` pool named `name` with the given home run queue pace.
+fn one_worker_stealing(
+    env: &cohort::Environment,
+    name: &str,
+    interval: usize,
+    wait: Duration,
+) -> cohort::DispatcherHandle {
+    cohort::WorkStealingBuilder::new()
+        .name(name)
+        .threads(1)
+        .home_queue_interval(interval)
+        .home_queue_wait(wait)
+        .build(env)
+        .unwrap_or_else(|e| panic!("build work_stealing `{name}`: {e}"))
 }
 
 /// Sends itself `Spin` until told to stop (or until `limit`), counting.
@@ -474,13 +485,7 @@ fn work_stealing_home_queue_interval_is_honoured() {
     watchdog(TIMEOUT, || {
         let k = 4;
         let env = cohort::Environment::builder().start().unwrap();
-        let pool = cohort::WorkStealingBuilder::new()
-            .name("interval")
-            .threads(1)
-            .home_queue_interval(1)
-            .home_queue_wait(Duration::ZERO)
-            .build(&env)
-            .unwrap();
+        let pool = one_worker_stealing(&env, "interval", 1, Duration::ZERO);
         // The pings leave the spinner spinning.
         let s = spinning_with_pinged(&env, &pool, k, usize::MAX, false);
         for round in 0..3 {
@@ -512,13 +517,7 @@ fn work_stealing_home_queue_wait_is_honoured() {
         let wait = Duration::from_millis(30);
         for round in 0..2 {
             let env = cohort::Environment::builder().start().unwrap();
-            let pool = cohort::WorkStealingBuilder::new()
-                .name("wait")
-                .threads(1)
-                .home_queue_interval(1)
-                .home_queue_wait(wait)
-                .build(&env)
-                .unwrap();
+            let pool = one_worker_stealing(&env, "wait", 1, wait);
             let s = spinning_with_pinged(&env, &pool, 4, usize::MAX, false);
             let sent = Instant::now();
             s.pinged.send(Ping);
@@ -553,12 +552,7 @@ fn work_stealing_new_agents_start_without_the_home_queue_wait() {
     watchdog(TIMEOUT, || {
         let wait = Duration::from_secs(5);
         let env = cohort::Environment::builder().start().unwrap();
-        let pool = cohort::WorkStealingBuilder::new()
-            .name("unstarted")
-            .threads(1)
-            .home_queue_wait(wait)
-            .build(&env)
-            .unwrap();
+        let pool = one_worker_stealing(&env, "unstarted", HOME_QUEUE_INTERVAL, wait);
         let s = spinning_with_pinged(&env, &pool, 4, usize::MAX, false);
         let (started_tx, started_rx) = mpsc::channel();
         let (done_tx, _done_rx) = mpsc::channel();
