@@ -96,8 +96,13 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                 }
                 let mut samples: Vec<Result<Vec<f64>, String>> =
                     a.assignment.iter().map(|_| Ok(Vec::new())).collect();
-                for _ in 0..runs.max(1) {
-                    for (k, &assignment) in a.assignment.iter().enumerate() {
+                let n = a.assignment.len();
+                for run in 0..runs.max(1) {
+                    // Each run begins with the next assignment: a cell's first run pays for
+                    // growing the heap (its queues' blocks), which would otherwise always
+                    // fall on the assignment listed first.
+                    for k in (0..n).map(|i| (run + i) % n) {
+                        let assignment = a.assignment[k];
                         if let Ok(ms) = &mut samples[k] {
                             match locality::run_once(cell(assignment)) {
                                 Ok(o) => {
