@@ -97,9 +97,9 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                     continue;
                 }
                 if !warmed {
-                    // The process's first runs are slower than the rest (an A/A grid, the
-                    // same assignment twice: 0.86 in its first cell, two passes of two): one
-                    // untimed run per assignment first.
+                    // A process's first runs are slower than the rest (an A/A grid,
+                    // work_stealing against itself, put its first cell at 0.86 in two passes):
+                    // one untimed run per assignment first.
                     for &assignment in &a.assignment {
                         let _ = locality::run_once(cell(assignment));
                     }
@@ -107,12 +107,8 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                 }
                 let mut samples: Vec<Result<Vec<f64>, String>> =
                     a.assignment.iter().map(|_| Ok(Vec::new())).collect();
-                let n = a.assignment.len();
                 for run in 0..runs.max(1) {
-                    // Each run begins with the next assignment: a cell's first run pays for
-                    // growing the heap (its queues' blocks), which would otherwise always
-                    // fall on the assignment listed first.
-                    for k in (0..n).map(|i| (run + i) % n) {
+                    for k in run_order(run, a.assignment.len()) {
                         let assignment = a.assignment[k];
                         if let Ok(ms) = &mut samples[k] {
                             match locality::run_once(cell(assignment)) {
@@ -316,10 +312,26 @@ pub fn locality_plan(quick: bool) -> LocalityArgs {
     a
 }
 
+/// The order of a cell's assignments in run `run` of `n` assignments: each run begins with
+/// the next one. Whatever a cell's first run pays (the heap grown for its queues' blocks, for
+/// one) would otherwise always fall on the assignment listed first.
+fn run_order(run: usize, n: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |i| (run + i) % n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use locality::Assignment::{Dedicated, ThreadPool, WorkStealing};
+
+    #[test]
+    fn each_run_of_a_cell_begins_with_the_next_assignment() {
+        let orders: Vec<Vec<usize>> = (0..4).map(|r| run_order(r, 3).collect()).collect();
+        assert_eq!(
+            orders,
+            vec![vec![0, 1, 2], vec![1, 2, 0], vec![2, 0, 1], vec![0, 1, 2]]
+        );
+    }
 
     #[test]
     fn grid_summary_compares_run_by_run_with_the_better_other() {
