@@ -48,7 +48,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -79,6 +79,8 @@ pub(crate) enum PrioMode {
 
 /// Number of agent priorities (`p0` lowest to `p7` highest, as in SObjectizer).
 pub(crate) const PRIORITIES: usize = 8;
+// One bit per priority in a `u8` (`Pool::prio_woken`, `WorkerCtx::prio_held`).
+const _: () = assert!(PRIORITIES <= u8::BITS as usize);
 
 /// The `shut` flag in the bound-agents word.
 const SHUT: usize = 1 << (usize::BITS - 1);
@@ -178,6 +180,10 @@ pub(crate) struct Pool {
     jobs: Injector<Job>,
     /// One run queue per priority (priority policy only).
     by_priority: Box<[Injector<QueueRef>]>,
+    /// Priority policy: bit `p` is set (after the push) when a queue goes into
+    /// `by_priority[p]`, and cleared by the worker just before it moves that run queue's
+    /// queues to its own FIFO of priority `p`: a turn looks at one word, not eight run queues.
+    prio_woken: AtomicU8,
     stealers: Box<[Stealer<QueueRef>]>,
     wakeups: Box<[Wakeup]>,
     /// Each worker's LIFO slot (work stealing), one cache line each: they change every turn.
@@ -234,6 +240,8 @@ struct WorkerCtx {
     /// ones woken from outside moved in behind them as they are found (see `prio_take`).
     /// Only this thread touches them: no shared run queue, no fence, no wake-up per hop.
     prio_local: std::cell::RefCell<Vec<VecDeque<QueueRef>>>,
+    /// Priority policy: bit `p` is set while `prio_local[p]` holds a queue.
+    prio_held: Cell<u8>,
 }
 
 /// Takes the oldest item of a shared run queue, if it has one. Looks before it takes: an
@@ -299,6 +307,7 @@ impl Pool {
                 Policy::Priority(_) => (0..PRIORITIES).map(|_| Injector::new()).collect(),
                 _ => Box::new([]),
             },
+            prio_woken: AtomicU8::new(0),
             stealers,
             wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
             slots: (0..threads)
@@ -460,7 +469,7 @@ impl Pool {
             || self.homes.iter().any(|h| !h.is_empty())
             || !self.jobs.is_empty()
             || self.by_priority.iter().any(|i| !i.is_empty())
-            || ctx.prio_local.borrow().iter().any(|q| !q.is_empty())
+            || ctx.prio_held.get() != 0
             || !ctx.local.is_empty()
             || self
                 .stealers
@@ -665,8 +674,15 @@ impl Pool {
     /// demand per turn); quoted serves the current priority until its quota is used up or it
     /// has nothing left, then the next lower one (wrapping to the highest).
     fn next_by_priority(&self, ctx: &WorkerCtx, mode: PrioMode) -> Option<QueueRef> {
+        self.prio_take_woken(ctx);
         match mode {
-            PrioMode::Strict => (0..PRIORITIES).rev().find_map(|p| self.prio_take(ctx, p)),
+            PrioMode::Strict => {
+                let held = ctx.prio_held.get();
+                // The highest priority holding a queue.
+                (held != 0)
+                    .then(|| self.prio_take(ctx, (u8::BITS - 1 - held.leading_zeros()) as usize))
+                    .flatten()
+            }
             PrioMode::Quoted(quotas) => {
                 let (mut p, left) = ctx.prio_cursor.get();
                 if left > 0
@@ -686,23 +702,47 @@ impl Pool {
         }
     }
 
-    /// Priority policy: the next queue of priority `p`. The queues woken from outside since
-    /// the last look join the back of the worker's own FIFO of that priority first, in the
-    /// order they were woken, so neither kind of wake-up starves the other.
-    fn prio_take(&self, ctx: &WorkerCtx, p: usize) -> Option<QueueRef> {
-        let mut local = ctx.prio_local.borrow_mut();
-        let mine = &mut local[p];
-        while let Some(q) = take_from(&self.by_priority[p]) {
-            mine.push_back(q);
+    /// Priority policy: the queues woken from outside since the last look (their priorities
+    /// flagged in `prio_woken`) join the back of the worker's own FIFO of their priority, in
+    /// the order they were woken, so neither kind of wake-up starves the other.
+    fn prio_take_woken(&self, ctx: &WorkerCtx) {
+        if self.prio_woken.load(Ordering::Relaxed) == 0 {
+            return;
         }
-        mine.pop_front()
+        // Acquire: the pushes made before the flags were set. A push whose flag comes after
+        // this swap is found at the next look (its flag stays set).
+        let woken = self.prio_woken.swap(0, Ordering::Acquire);
+        let mut local = ctx.prio_local.borrow_mut();
+        let mut held = ctx.prio_held.get();
+        for p in (0..PRIORITIES).filter(|p| woken & (1 << p) != 0) {
+            while let Some(q) = take_from(&self.by_priority[p]) {
+                local[p].push_back(q);
+                held |= 1 << p;
+            }
+        }
+        ctx.prio_held.set(held);
+    }
+
+    /// Priority policy: the next queue of priority `p` in this worker's own FIFOs.
+    fn prio_take(&self, ctx: &WorkerCtx, p: usize) -> Option<QueueRef> {
+        if ctx.prio_held.get() & (1 << p) == 0 {
+            return None;
+        }
+        let mut local = ctx.prio_local.borrow_mut();
+        let q = local[p].pop_front();
+        if local[p].is_empty() {
+            ctx.prio_held.set(ctx.prio_held.get() & !(1 << p));
+        }
+        q
     }
 
     /// Priority policy: the pool's one worker schedules `q` itself (it woke it, or it has
     /// work left after its turn): into its own FIFO of the queue's priority.
     fn prio_keep(&self, ctx: &WorkerCtx, q: QueueRef) {
         debug_assert_eq!(self.wakeups.len(), 1, "a priority pool has one worker");
-        ctx.prio_local.borrow_mut()[usize::from(q.priority())].push_back(q);
+        let p = usize::from(q.priority());
+        ctx.prio_local.borrow_mut()[p].push_back(q);
+        ctx.prio_held.set(ctx.prio_held.get() | 1 << p);
     }
 
     /// Quoted round robin: `ran` demands of priority `p` were handled.
@@ -725,6 +765,7 @@ impl Pool {
             home_waiting_since: Cell::new(None),
             // "Priority 0, quota spent": the first search wraps to the highest priority.
             prio_cursor: Cell::new((0, 0)),
+            prio_held: Cell::new(0),
             prio_local: std::cell::RefCell::new(match self.policy {
                 Policy::Priority(_) => (0..PRIORITIES).map(|_| VecDeque::new()).collect(),
                 _ => Vec::new(),
@@ -1017,7 +1058,13 @@ impl Schedule<Demand> for Pool {
         }
         let mut first = 0;
         match self.policy {
-            Policy::Priority(_) => self.by_priority[usize::from(q.priority())].push(q),
+            Policy::Priority(_) => {
+                let p = usize::from(q.priority());
+                self.by_priority[p].push(q);
+                // Release: the push before the flag (see `prio_take_woken`). Always set, even
+                // if set already: a worker may clear it between a look and this push.
+                self.prio_woken.fetch_or(1 << p, Ordering::Release);
+            }
             Policy::Stealing => {
                 // Back to the worker that ran it last: its agent's data may still be in that
                 // core's cache.
