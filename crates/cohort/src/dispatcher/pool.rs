@@ -237,7 +237,8 @@ struct WorkerCtx {
     prio_cursor: Cell<(usize, usize)>,
     /// Priority policy (one worker): the queues of each priority that this worker scheduled
     /// itself (woken by its own handlers, or with work left after their turn), with the
-    /// ones woken from outside moved in behind them as they are found (see `prio_take`).
+    /// ones woken from outside moved in behind them as they are found (see
+    /// `prio_take_woken`).
     /// Only this thread touches them: no shared run queue, no fence, no wake-up per hop.
     prio_local: std::cell::RefCell<Vec<VecDeque<QueueRef>>>,
     /// Priority policy: bit `p` is set while `prio_local[p]` holds a queue.
