@@ -435,10 +435,9 @@ fn spinning_with_pinged(
 /// agent woken by a send from outside the pool: after its turn of `max_demands_at_once`
 /// demands, the worker has to move on to the other scheduled queue.
 fn busy_self_sender_does_not_starve_others(kind: PoolKind) {
-    if common::under_valgrind() {
-        // A fairness check: it needs the sending thread to run while the worker spins, which
-        // valgrind's one-thread-at-a-time scheduler does not promise. Checked by `cargo test`.
-        eprintln!("skipped under valgrind: scheduling-dependent");
+    // A fairness check: it needs the sending thread to run while the worker spins, which
+    // valgrind's one-thread-at-a-time scheduler does not promise. Checked by `cargo test`.
+    if common::skip_scheduling_dependent() {
         return;
     }
     let limit = 200_000; // not scaled under valgrind: the ping must be able to arrive first
@@ -478,8 +477,7 @@ fn work_stealing_busy_self_sender_does_not_starve_others() {
 /// nothing fails this three times in a row only by chance of about 3 % each.
 #[test]
 fn work_stealing_home_queue_interval_is_honoured() {
-    if common::under_valgrind() {
-        eprintln!("skipped under valgrind: scheduling-dependent (see above)");
+    if common::skip_scheduling_dependent() {
         return;
     }
     watchdog(TIMEOUT, || {
@@ -543,10 +541,9 @@ fn work_stealing_home_queue_wait_is_honoured() {
 /// and the fourth four of them: the watchdog or the assertion fails, checked.)
 #[test]
 fn work_stealing_new_agents_start_without_the_home_queue_wait() {
-    if common::under_valgrind() {
-        // A bound on how soon four starts happen while a thread spins: valgrind runs one
-        // thread at a time and let the registering thread wait 30 s behind the spinner.
-        eprintln!("skipped under valgrind: scheduling-dependent (see above)");
+    // A bound on how soon four starts happen while a thread spins: valgrind runs one
+    // thread at a time and let the registering thread wait 30 s behind the spinner.
+    if common::skip_scheduling_dependent() {
         return;
     }
     watchdog(TIMEOUT, || {

@@ -26,6 +26,16 @@ pub fn under_valgrind() -> bool {
     std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("vgpreload"))
 }
 
+/// True (after saying so on stderr) when a test that depends on how threads are scheduled
+/// should skip: under valgrind, which runs one thread at a time.
+pub fn skip_scheduling_dependent() -> bool {
+    let skip = under_valgrind();
+    if skip {
+        eprintln!("skipped under valgrind: scheduling-dependent");
+    }
+    skip
+}
+
 /// Multiplier for time limits: 1, or 15 under valgrind (CI gives each binary 600 s there).
 pub fn scale() -> u32 {
     if under_valgrind() { 15 } else { 1 }
