@@ -217,6 +217,11 @@ const HOME_UNSTARTED: u32 = 1 << 31;
 /// counts until its first turn.
 const HOME_COUNTED: u32 = 1 << 30;
 
+/// A worker's index as stored in `EventQueue::home`, without the flags.
+fn home_word(worker: usize) -> u32 {
+    u32::try_from(worker).unwrap_or(0) & !(HOME_UNSTARTED | HOME_COUNTED)
+}
+
 /// The part of an [`EventQueue`] that its runner writes at every demand, on a cache line of
 /// its own.
 #[repr(C, align(64))]
@@ -470,10 +475,9 @@ impl<T: QueueItem> EventQueue<T> {
     /// `work_stealing`, at bind time: the worker a new queue starts on; the queue is
     /// *unstarted* until its first turn.
     pub(crate) fn set_first_home(&self, worker: usize) {
-        let worker = u32::try_from(worker).unwrap_or(0) & !(HOME_UNSTARTED | HOME_COUNTED);
         self.senders
             .home
-            .store(worker | HOME_UNSTARTED, Ordering::Relaxed);
+            .store(home_word(worker) | HOME_UNSTARTED, Ordering::Relaxed);
     }
 
     /// `work_stealing`, by the thread that won the claim to schedule this queue from outside
@@ -498,7 +502,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// queue that [`Self::home_counting_unstarted`] counted.
     #[inline]
     pub(crate) fn set_home(&self, worker: usize) -> bool {
-        let worker = u32::try_from(worker).unwrap_or(0) & !(HOME_UNSTARTED | HOME_COUNTED);
+        let worker = home_word(worker);
         let old = self.senders.home.load(Ordering::Relaxed);
         // Only when it changes: the line stays shared with the senders that read it.
         if old != worker {
