@@ -337,6 +337,7 @@ struct Spin;
 impl Agent for Spinner {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         ctx.on(|me: &mut Self, _: &Spin, ctx: &mut Context<'_, Self>| {
+            common::yield_under_valgrind();
             let n = me.spins.fetch_add(1, Ordering::SeqCst) + 1;
             if n == 1 {
                 let _ = me.spinning.send(());
@@ -593,10 +594,13 @@ struct Halt;
 
 /// Keeps `IN_FLIGHT` demands of its own queued (more than `max_demands_at_once`), so every
 /// turn starts with a full local half, until it receives `Halt` from outside, or gives up
-/// after `limit` demands.
+/// after `limit` demands run once `halt_sent` is set (the test thread sets it when its send
+/// of `Halt` has returned, so the count does not depend on when that thread gets to run).
 struct SelfFeeder {
     ran: usize,
+    ran_after_halt_sent: usize,
     limit: usize,
+    halt_sent: Arc<AtomicBool>,
     halted: bool,
     running: Sender<()>,
     done: Sender<(bool, usize)>,
@@ -614,17 +618,21 @@ impl Agent for SelfFeeder {
             if me.ran == 1000 {
                 let _ = me.running.send(());
             }
-            if me.ran == me.limit {
-                me.halted = true;
-                let _ = me.done.send((false, me.ran));
-                return;
+            common::yield_under_valgrind();
+            if me.halt_sent.load(Ordering::Acquire) {
+                me.ran_after_halt_sent += 1;
+                if me.ran_after_halt_sent == me.limit {
+                    me.halted = true;
+                    let _ = me.done.send((false, me.ran_after_halt_sent));
+                    return;
+                }
             }
             ctx.send_self(Loop);
         })?;
         ctx.on(|me: &mut Self, _: &Halt, _: &mut Context<'_, Self>| {
             if !me.halted {
                 me.halted = true;
-                let _ = me.done.send((true, me.ran));
+                let _ = me.done.send((true, me.ran_after_halt_sent));
             }
         })?;
         Ok(())
@@ -642,13 +650,18 @@ fn remote_send_reaches_a_full_local_half(kind: PoolKind) {
     let pool = kind.build(&env, "fullq", 1);
     let (running_tx, running) = mpsc::channel();
     let (done_tx, done) = mpsc::channel();
-    let limit = common::count(20_000_000);
+    // A turn takes at most `max_demands_at_once` local demands before it moves the remote
+    // ones in, so `Halt` is due within a few of them; the limit is far above that.
+    let limit = 100_000;
+    let halt_sent = Arc::new(AtomicBool::new(false));
     let mut coop = env.new_coop();
     coop.set_binder(pool_binder(&pool, Fifo::Individual, 4));
     let feeder = coop
         .add(SelfFeeder {
             ran: 0,
+            ran_after_halt_sent: 0,
             limit,
+            halt_sent: halt_sent.clone(),
             halted: false,
             running: running_tx,
             done: done_tx,
@@ -657,13 +670,14 @@ fn remote_send_reaches_a_full_local_half(kind: PoolKind) {
     env.register_coop(coop).unwrap();
     common::recv(&running, "the self-sender to run");
     feeder.send(Halt);
+    halt_sent.store(true, Ordering::Release);
     let (halted, ran) = common::recv(&done, "the self-sender to stop");
     env.stop_and_wait();
     assert!(
         halted,
         "{kind:?}: `Halt`, sent from outside to an agent that keeps {IN_FLIGHT} demands of its \
-         own queued (max_demands_at_once 4), was not handled before the agent ran its {ran} \
-         demands: a turn must move remote demands in whatever its local half holds"
+         own queued (max_demands_at_once 4), was not handled in the {ran} demands the agent \
+         ran after the send returned: a turn must move remote demands in whatever its local half holds"
     );
 }
 

@@ -14,7 +14,7 @@ use cohort::{
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// The time limit of one test body (scaled up under valgrind, see [`scale`]).
@@ -24,6 +24,16 @@ pub const TIMEOUT: Duration = Duration::from_secs(20);
 /// 50 times slower there, so time limits grow and message counts shrink.
 pub fn under_valgrind() -> bool {
     std::env::var("LD_PRELOAD").is_ok_and(|p| p.contains("vgpreload"))
+}
+
+/// Gives up the CPU under valgrind, and does nothing elsewhere. Valgrind runs one thread at a
+/// time and kept a test thread waiting for over a minute behind an agent busy sending to
+/// itself; such an agent calls this once per message so the test thread gets its turn.
+pub fn yield_under_valgrind() {
+    static UNDER_VALGRIND: OnceLock<bool> = OnceLock::new();
+    if *UNDER_VALGRIND.get_or_init(under_valgrind) {
+        std::thread::yield_now();
+    }
 }
 
 /// True (after saying so on stderr) when a test that depends on how threads are scheduled
