@@ -234,3 +234,138 @@ fn strictly_ordered_runs_higher_priorities_first_when_woken_from_its_thread() {
         );
     });
 }
+
+#[derive(Debug, Clone, Copy)]
+struct Item(u32);
+
+/// Records every item; reports them from `finish`.
+struct Sink {
+    seen: Vec<u32>,
+    finished: Sender<(char, Vec<u32>)>,
+    tag: char,
+}
+
+impl Agent for Sink {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, m: &Item, _: &mut Context<'_, Self>| me.seen.push(m.0))?;
+        Ok(())
+    }
+    fn finish(&mut self, _: &mut Context<'_, Self>) {
+        let _ = self
+            .finished
+            .send((self.tag, std::mem::take(&mut self.seen)));
+    }
+}
+
+/// Agents of one cooperation on three priorities (three queues of the one thread), each with
+/// a backlog when their cooperation is deregistered: every `finish` comes after all of its
+/// agent's pending messages, in order, whatever the mode.
+#[test]
+fn finish_runs_after_the_pending_messages_of_every_priority() {
+    watchdog(TIMEOUT, || {
+        let n = common::count(1_000) as u32;
+        for build in [
+            PrioOneThreadBuilder::new().strictly_ordered(),
+            PrioOneThreadBuilder::new().quoted_round_robin([2, 1, 1, 1, 3, 1, 1, 1]),
+        ] {
+            let env = cohort::Environment::builder().start().unwrap();
+            let disp = build.build(&env).unwrap();
+            let (gate, control) = common::gate();
+            let mut holding = env.new_coop();
+            let holder = holding
+                .add_with_binder(Holder { gate }, disp.priority_binder(Priority::P7))
+                .mbox();
+            env.register_coop(holding).unwrap();
+            let (tx, finished) = mpsc::channel();
+            let mut coop = env.new_coop();
+            let sinks: Vec<_> = [
+                ('a', Priority::P0),
+                ('b', Priority::P4),
+                ('c', Priority::P7),
+            ]
+            .into_iter()
+            .map(|(tag, p)| {
+                let sink = Sink {
+                    seen: Vec::new(),
+                    finished: tx.clone(),
+                    tag,
+                };
+                coop.add_with_binder(sink, disp.priority_binder(p)).mbox()
+            })
+            .collect();
+            let handle = env.register_coop(coop).unwrap();
+            holder.send(Hold);
+            control.wait_entered();
+            for i in 0..n {
+                for s in &sinks {
+                    s.send(Item(i));
+                }
+            }
+            handle.deregister(cohort::DeregReason::Normal);
+            control.open();
+            let mut got = common::recv_n(&finished, 3, "the three finish hooks");
+            got.sort();
+            for (tag, seen) in got {
+                assert_eq!(
+                    seen,
+                    (0..n).collect::<Vec<_>>(),
+                    "`{tag}`: finish must come after every message pending when \
+                     deregistration began, in order"
+                );
+            }
+            env.stop_and_wait();
+        }
+    });
+}
+
+/// Answers `Item` with its number.
+struct Echo {
+    tx: Sender<u32>,
+}
+
+impl Agent for Echo {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, m: &Item, _: &mut Context<'_, Self>| {
+            let _ = me.tx.send(m.0);
+        })?;
+        Ok(())
+    }
+}
+
+/// Binding to a `prio_one_thread` that was shut down fails with a typed error that names it,
+/// at any priority; an agent bound before keeps working.
+#[test]
+fn binding_after_shutdown_is_refused_and_bound_agents_keep_working() {
+    watchdog(TIMEOUT, || {
+        let env = cohort::Environment::builder().start().unwrap();
+        let disp = PrioOneThreadBuilder::new()
+            .name("late")
+            .build(&env)
+            .unwrap();
+        let (tx, echoed) = mpsc::channel();
+        let mut coop = env.new_coop();
+        let before = coop
+            .add_with_binder(Echo { tx }, disp.priority_binder(Priority::P2))
+            .mbox();
+        env.register_coop(coop).unwrap();
+        disp.shutdown();
+        for binder in [disp.binder(), disp.priority_binder(Priority::P5)] {
+            let (tx, _) = mpsc::channel();
+            let mut coop = env.new_coop();
+            coop.add_with_binder(Echo { tx }, binder);
+            match env.register_coop(coop) {
+                Err(cohort::RegisterError::Bind {
+                    source: cohort::BindError::DispatcherShutDown { name },
+                    ..
+                }) => assert_eq!(name, "late"),
+                other => panic!("expected Bind(DispatcherShutDown), got {other:?}"),
+            }
+        }
+        before.send(Item(7));
+        assert_eq!(
+            common::recv(&echoed, "the echo of the agent bound before"),
+            7
+        );
+        env.stop_and_wait();
+    });
+}

@@ -35,7 +35,8 @@ pub enum Dispatcher {
     /// (`adv_thread_pool`; the scenarios' handlers are all exclusive).
     AdvThreadPool,
     /// One thread running agents by priority, strictly ordered (`prio_one_thread`; every
-    /// agent at the lowest priority, so each demand scans the seven above it).
+    /// agent at the lowest priority, so before each demand the thread checks that no higher
+    /// priority has work).
     PrioStrict,
     /// One thread running agents by priority, quoted round robin (`prio_one_thread`, quota 4
     /// for each priority; every agent at the lowest).

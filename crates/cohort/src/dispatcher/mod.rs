@@ -46,18 +46,21 @@ macro_rules! thread_builder_setters {
 
 mod active_group;
 mod active_obj;
+mod bound_count;
 mod one_thread;
 pub(crate) mod pool;
 mod pool_builders;
+mod prio_one_thread;
+mod prio_worker;
 pub(crate) mod worker;
 
 pub use active_group::ActiveGroupBuilder;
 pub use active_obj::ActiveObjBuilder;
 pub use one_thread::OneThreadBuilder;
 pub use pool_builders::{
-    AdvThreadPoolBuilder, PoolBindParams, PrioOneThreadBuilder, Priority, ThreadPoolBuilder,
-    WorkStealingBuilder,
+    AdvThreadPoolBuilder, PoolBindParams, ThreadPoolBuilder, WorkStealingBuilder,
 };
+pub use prio_one_thread::{PrioOneThreadBuilder, Priority};
 
 use crate::coop::CoopId;
 

@@ -1,12 +1,12 @@
 //! `one_thread`: all the agents bound to it share one worker thread and one queue.
 
+use super::bound_count::BoundCount;
 use super::{DispatcherCore, DispatcherHandle, worker};
 use crate::defaults;
 use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
 use crate::stats::{DispatcherStats, WorkerProbe};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -61,7 +61,7 @@ impl OneThreadBuilder {
         let core = Arc::new(OneThread {
             name: self.name,
             queue,
-            bound: AtomicUsize::new(0),
+            bound: BoundCount::default(),
             probe,
             thread: Mutex::new(Some(thread)),
         });
@@ -70,15 +70,10 @@ impl OneThreadBuilder {
     }
 }
 
-/// The `shut` flag in the bound-agents word.
-const SHUT: usize = 1 << (usize::BITS - 1);
-
 struct OneThread {
     name: String,
     queue: Arc<EventQueue>,
-    /// Number of bound agents, with [`SHUT`] set once the dispatcher is shut down. One word,
-    /// so binding a million agents (skynet) takes no lock.
-    bound: AtomicUsize,
+    bound: BoundCount,
     probe: Arc<WorkerProbe>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -93,8 +88,7 @@ impl DispatcherCore for OneThread {
         _: &super::BindParams,
         _: crate::coop::CoopId,
     ) -> Result<Arc<EventQueue>, BindError> {
-        if self.bound.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
-            DispatcherCore::unbind(self, &self.queue);
+        if !self.bound.bind(|| self.queue.close()) {
             return Err(BindError::DispatcherShutDown {
                 name: self.name.clone(),
             });
@@ -103,15 +97,11 @@ impl DispatcherCore for OneThread {
     }
 
     fn unbind(&self, _queue: &Arc<EventQueue>) {
-        if self.bound.fetch_sub(1, Ordering::AcqRel) == SHUT | 1 {
-            self.queue.close();
-        }
+        self.bound.unbind(|| self.queue.close());
     }
 
     fn shutdown(&self) {
-        if self.bound.fetch_or(SHUT, Ordering::AcqRel) == 0 {
-            self.queue.close();
-        }
+        self.bound.shut(|| self.queue.close());
     }
 
     fn stats(&self) -> DispatcherStats {

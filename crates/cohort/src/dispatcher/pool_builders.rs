@@ -1,7 +1,7 @@
 //! Builders of the pool dispatchers (`thread_pool`, `work_stealing`) and their binding
 //! parameters. Every default is documented where it is set.
 
-use super::pool::{HomeQueuePace, PRIORITIES, Policy, Pool, PoolCore, PrioMode};
+use super::pool::{HomeQueuePace, Policy, Pool, PoolCore};
 use super::{BindParams, DispatcherHandle, Fifo};
 use crate::defaults;
 use crate::env::Environment;
@@ -340,118 +340,5 @@ impl AdvThreadPoolBuilder {
     /// Starts the workers and registers the dispatcher with `env`.
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
         self.params.build(env, Policy::Adv, Fifo::Cooperation)
-    }
-}
-
-/// An agent's priority on a `prio_one_thread` dispatcher, `P0` lowest to `P7` highest
-/// (SObjectizer's `so_5::prio::p0..p7`). Given per agent with
-/// [`DispatcherHandle::priority_binder`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-#[allow(missing_docs)]
-pub enum Priority {
-    #[default]
-    P0 = 0,
-    P1,
-    P2,
-    P3,
-    P4,
-    P5,
-    P6,
-    P7,
-}
-
-/// Builds a `prio_one_thread` dispatcher: one worker thread serving its agents by priority.
-///
-/// - [`strictly_ordered`](PrioOneThreadBuilder::strictly_ordered) (the default): after every
-///   demand, the highest priority with work goes next; lower priorities run only when every
-///   higher one is idle.
-/// - [`quoted_round_robin`](PrioOneThreadBuilder::quoted_round_robin): priorities take turns
-///   from the highest down, each handling up to its quota of demands per round, so low
-///   priorities progress under load.
-///
-/// ```
-/// use cohort::dispatcher::Priority;
-/// let env = cohort::Environment::builder().start().unwrap();
-/// let prio = cohort::PrioOneThreadBuilder::new().quoted_round_robin([1, 1, 1, 1, 2, 2, 4, 8])
-///     .build(&env).unwrap();
-/// let mut coop = env.new_coop();
-/// coop.set_binder(prio.priority_binder(Priority::P7));
-/// assert!(cohort::PrioOneThreadBuilder::new().quoted_round_robin([0; 8]).build(&env).is_err());
-/// ```
-#[derive(Debug, Clone)]
-pub struct PrioOneThreadBuilder {
-    name: String,
-    worker_spin: Duration,
-    mode: PrioMode,
-}
-
-impl Default for PrioOneThreadBuilder {
-    fn default() -> Self {
-        Self {
-            name: "prio_one_thread".into(),
-            worker_spin: defaults::WORKER_SPIN,
-            mode: PrioMode::Strict,
-        }
-    }
-}
-
-impl PrioOneThreadBuilder {
-    /// Default parameters: strictly ordered, name `"prio_one_thread"`.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The dispatcher's name (its thread is `cohort-<name>-0`).
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-
-    /// How long the idle worker spins before parking. Default: [`defaults::WORKER_SPIN`].
-    pub fn worker_spin(mut self, spin: Duration) -> Self {
-        self.worker_spin = spin;
-        self
-    }
-
-    /// Strict priority order (the default).
-    pub fn strictly_ordered(mut self) -> Self {
-        self.mode = PrioMode::Strict;
-        self
-    }
-
-    /// Round robin with a quota of demands per priority per round (index 0 = `P0`); each
-    /// quota at least 1.
-    pub fn quoted_round_robin(mut self, quotas: [usize; PRIORITIES]) -> Self {
-        self.mode = PrioMode::Quoted(quotas);
-        self
-    }
-
-    /// Starts the worker and registers the dispatcher with `env`.
-    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
-        if let PrioMode::Quoted(q) = self.mode
-            && let Some(p) = q.iter().position(|&n| n == 0)
-        {
-            return Err(DispatcherError::invalid(
-                &self.name,
-                "quoted_round_robin",
-                format!("the quota of priority P{p} is 0: every quota must be at least 1"),
-            ));
-        }
-        let pool = Pool::start(
-            self.name.clone(),
-            Policy::Priority(self.mode),
-            Fifo::Individual,
-            1,
-            self.worker_spin,
-            HomeQueuePace::default(),
-            env.shared().stats_switch(),
-        )
-        .map_err(|source| DispatcherError::Spawn {
-            name: self.name.clone(),
-            source,
-        })?;
-        let core = Arc::new(PoolCore(pool));
-        env.shared().add_dispatcher(core.clone())?;
-        Ok(DispatcherHandle::new(core))
     }
 }

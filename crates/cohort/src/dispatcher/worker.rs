@@ -127,14 +127,7 @@ mod loom_model {
     use std::sync::Arc;
     use std::time::Duration;
 
-    /// (producer, sequence number)
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    struct Item(u8, u8);
-    impl QueueItem for Item {
-        fn reject(self) {
-            panic!("item {self:?} was never executed");
-        }
-    }
+    use crate::queue::LoomItem as Item;
 
     fn check(producers: u8, per_producer: u8) {
         loom::model(move || {

@@ -24,7 +24,7 @@
 
 use super::local_ring::LocalRing;
 use super::remote_blocks::{self, Block, Head, Tail};
-use super::wakeup::Wakeup;
+use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
 use crate::demand::Demand;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
@@ -124,7 +124,7 @@ enum Notifier<T: QueueItem> {
 
 /// What a queue run by a dedicated thread has that a pool queue has not.
 struct ThreadSide<T> {
-    wakeup: Wakeup,
+    wakeup: QueueWakeup,
     remote: SegQueue<T>,
 }
 
@@ -169,8 +169,6 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     /// How many demands a pool worker runs from this queue before it moves on
     /// (`max_demands_at_once`, saturated at `u32::MAX`); unused by a dedicated worker thread.
     max_batch: u32,
-    /// The priority of the agent(s) of this queue, for priority dispatchers (0 = lowest).
-    priority: u8,
     closed: AtomicBool,
     /// Set by the worker when it has exited: nothing will run this queue again.
     retired: AtomicBool,
@@ -246,7 +244,19 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) fn new() -> Self {
         Self::with_notifier(
             Notifier::Thread(Box::new(ThreadSide {
-                wakeup: Wakeup::new(),
+                wakeup: QueueWakeup::Own(Wakeup::new()),
+                remote: SegQueue::new(),
+            })),
+            usize::MAX,
+        )
+    }
+
+    /// A queue run by a dedicated worker thread that runs the other queues of `group` too;
+    /// a push from another thread sets `bit` in the group's flags before it wakes the worker.
+    pub(crate) fn in_group(group: Arc<SharedWakeup>, bit: u8) -> Self {
+        Self::with_notifier(
+            Notifier::Thread(Box::new(ThreadSide {
+                wakeup: QueueWakeup::Shared { group, bit },
                 remote: SegQueue::new(),
             })),
             usize::MAX,
@@ -263,7 +273,6 @@ impl<T: QueueItem> EventQueue<T> {
             notifier,
             early: UnsafeCell::new(Vec::new()),
             max_batch: u32::try_from(max_batch).unwrap_or(u32::MAX),
-            priority: 0,
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
             shared_in_flight: AtomicUsize::new(0),
@@ -451,22 +460,6 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 
-    /// A pooled queue with a priority (priority dispatchers).
-    pub(crate) fn pooled_with_priority(
-        scheduler: Arc<dyn Schedule<T>>,
-        max_batch: usize,
-        priority: u8,
-    ) -> Self {
-        let mut q = Self::pooled(scheduler, max_batch);
-        q.priority = priority;
-        q
-    }
-
-    /// The queue's priority (0 = lowest).
-    pub(crate) fn priority(&self) -> u8 {
-        self.priority
-    }
-
     /// How many demands a pool worker runs per turn.
     pub(crate) fn max_batch(&self) -> usize {
         self.max_batch as usize
@@ -550,8 +543,8 @@ impl<T: QueueItem> EventQueue<T> {
     /// its reservation and its write (a few instructions, unless it was preempted there). A
     /// queue run by a dedicated thread moves what its remote half holds.
     ///
-    /// A pool queue serves one group of one cooperation (a queue per agent, per cooperation
-    /// or per priority binding), so this runs once per queue, and no handler of its agents
+    /// A pool queue serves one group of one cooperation (a queue per agent or per
+    /// cooperation), so this runs once per queue, and no handler of its agents
     /// runs after the `finish` that follows it.
     ///
     /// # Safety
@@ -640,6 +633,16 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) unsafe fn pop_local(&self) -> Option<T> {
         // SAFETY: as in `push_local`; the borrow ends before the demand is executed.
         unsafe { (*self.run.local.get()).pop_front() }
+    }
+
+    /// Whether the local half is empty.
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    #[inline]
+    pub(crate) unsafe fn local_is_empty(&self) -> bool {
+        // SAFETY: as in `push_local`.
+        unsafe { (*self.run.local.get()).is_empty() }
     }
 
     /// Takes the demand of the sender that claimed this idle queue, if any: a turn's first
@@ -932,13 +935,7 @@ mod loom_model {
     use std::sync::Arc;
     use std::sync::atomic::Ordering::SeqCst;
 
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    struct Item(u8, u8);
-    impl QueueItem for Item {
-        fn reject(self) {
-            panic!("item {self:?} was never executed");
-        }
-    }
+    use crate::queue::LoomItem as Item;
 
     /// A run queue of scheduled queues.
     #[derive(Default)]

@@ -8,8 +8,9 @@
 //! unpark token, so an unpark that lands before the park is not lost either.
 //! The loom model at the end of this file checks exactly this (`RUSTFLAGS="--cfg loom"`).
 
-use crate::sync::{AtomicBool, Mutex, Thread, current_thread, fence, park};
-use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+use crate::sync::{AtomicBool, AtomicU8, Mutex, Thread, current_thread, fence, park};
+use std::sync::Arc;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
 
 /// Wakes one parked worker thread.
 #[derive(Debug)]
@@ -106,6 +107,125 @@ impl Wakeup {
             park();
         }
         self.sleeping.store(false, Relaxed);
+    }
+}
+
+/// How a queue run by a dedicated thread wakes it: a [`Wakeup`] of its own (`one_thread`,
+/// `active_obj`, `active_group`), or one shared by the several queues that one thread runs
+/// (`prio_one_thread`: a queue per priority), each flagging itself on a push.
+#[derive(Debug)]
+pub(crate) enum QueueWakeup {
+    /// The queue's worker runs this queue only.
+    Own(Wakeup),
+    /// The queue's worker runs every queue of `group`; this one is flagged by `bit`.
+    Shared {
+        /// The worker's wake-up and the flags of its queues.
+        group: Arc<SharedWakeup>,
+        /// This queue's flag in [`SharedWakeup::take_flagged`].
+        bit: u8,
+    },
+}
+
+impl QueueWakeup {
+    /// After a push from another thread: flags the queue (shared) and wakes the worker.
+    #[inline]
+    pub(crate) fn notify(&self) {
+        match self {
+            QueueWakeup::Own(w) => w.notify(),
+            QueueWakeup::Shared { group, bit } => group.notify(*bit),
+        }
+    }
+
+    /// The thread that runs the queue (and, shared, the group's other queues).
+    pub(crate) fn register_current(&self) {
+        match self {
+            QueueWakeup::Own(w) => w.register_current(),
+            QueueWakeup::Shared { group, .. } => group.wakeup.register_current(),
+        }
+    }
+
+    /// Wakes the worker unconditionally (close).
+    pub(crate) fn force(&self) {
+        match self {
+            QueueWakeup::Own(w) => w.force(),
+            QueueWakeup::Shared { group, .. } => group.wakeup.force(),
+        }
+    }
+
+    /// Sleeps until `has_work` (own wake-up only: a group's worker sleeps on the group, over
+    /// all its queues).
+    pub(crate) fn sleep(&self, has_work: impl Fn() -> bool) {
+        match self {
+            QueueWakeup::Own(w) => w.sleep(has_work),
+            QueueWakeup::Shared { .. } => debug_assert!(false, "a group's worker sleeps on it"),
+        }
+    }
+}
+
+/// One worker thread's wake-up shared by up to eight queues, with a flag per queue that a
+/// push from another thread sets before it notifies: the worker reads one word to learn
+/// which queues received work from outside, instead of looking at each.
+///
+/// The flags are a hint on top of the queues themselves: a push is in its queue before its
+/// flag is set (release, then the worker's acquire swap), so a flag always leads to its
+/// push; a push whose flag is not set yet is found by the worker's look at the queues before
+/// it sleeps ([`Wakeup::sleep`]'s check), which is what keeps wake-ups from being lost.
+#[derive(Debug)]
+pub(crate) struct SharedWakeup {
+    wakeup: Wakeup,
+    flags: AtomicU8,
+}
+
+impl Default for SharedWakeup {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SharedWakeup {
+    /// No worker registered, no queue flagged.
+    pub(crate) fn new() -> Self {
+        Self {
+            wakeup: Wakeup::new(),
+            flags: AtomicU8::new(0),
+        }
+    }
+
+    /// A producer pushed to the queue flagged by `bit`: flags it, wakes the worker if it
+    /// sleeps.
+    #[inline]
+    pub(crate) fn notify(&self, bit: u8) {
+        // Release: the push before the flag (see `take_flagged`).
+        self.flags.fetch_or(bit, Release);
+        self.wakeup.notify();
+    }
+
+    /// The worker: the flags of the queues pushed to from other threads since the last
+    /// call, cleared. One relaxed load when none is set.
+    #[inline]
+    pub(crate) fn take_flagged(&self) -> u8 {
+        if self.flags.load(Relaxed) == 0 {
+            return 0;
+        }
+        // Acquire: with the pushes made before the flags were set.
+        self.flags.swap(0, Acquire)
+    }
+
+    /// Whether some queue is flagged (a spinning worker's check).
+    #[inline]
+    pub(crate) fn any_flagged(&self) -> bool {
+        self.flags.load(Relaxed) != 0
+    }
+
+    /// The worker's thread, for [`notify`](Self::notify).
+    pub(crate) fn register_current(&self) {
+        self.wakeup.register_current();
+    }
+
+    /// The worker: parks unless `has_work` (which must look at the queues themselves, not
+    /// at the flags) turns true after it announced that it sleeps.
+    pub(crate) fn sleep(&self, has_work: impl Fn() -> bool) {
+        self.wakeup.sleep(has_work);
     }
 }
 

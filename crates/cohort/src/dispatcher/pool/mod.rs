@@ -47,14 +47,11 @@ use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering, fence};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-mod prio;
-pub(crate) use prio::{PRIORITIES, PrioMode};
 
 /// Where scheduled queues wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,8 +63,6 @@ pub(crate) enum Policy {
     Adv,
     /// Per-worker deques, a LIFO slot, stealing (`work_stealing`).
     Stealing,
-    /// One run queue per priority (`prio_one_thread`).
-    Priority(PrioMode),
 }
 
 /// The `shut` flag in the bound-agents word.
@@ -166,12 +161,6 @@ pub(crate) struct Pool {
     unstarted: AtomicUsize,
     /// `adv_thread_pool`: thread-safe demands waiting for a worker.
     jobs: Injector<Job>,
-    /// One run queue per priority (priority policy only).
-    by_priority: Box<[Injector<QueueRef>]>,
-    /// Priority policy: bit `p` is set (after the push) when a queue goes into
-    /// `by_priority[p]`, and cleared by the worker just before it moves that run queue's
-    /// queues to its own FIFO of priority `p`: a turn looks at one word, not eight run queues.
-    prio_woken: AtomicU8,
     stealers: Box<[Stealer<QueueRef>]>,
     wakeups: Box<[Wakeup]>,
     /// Each worker's LIFO slot (work stealing), one cache line each: they change every turn.
@@ -221,23 +210,13 @@ struct WorkerCtx {
     /// work (reset when one finds it empty or the worker takes a batch from it, restarted
     /// when a look takes from it).
     home_waiting_since: Cell<Option<Instant>>,
-    /// Quoted round robin: the priority being served and the demands left in its quota.
-    prio_cursor: Cell<(usize, usize)>,
-    /// Priority policy (one worker): the queues of each priority that this worker scheduled
-    /// itself (woken by its own handlers, or with work left after their turn), with the
-    /// ones woken from outside moved in behind them as they are found (see
-    /// `prio_take_woken`).
-    /// Only this thread touches them: no shared run queue, no fence, no wake-up per hop.
-    prio_local: std::cell::RefCell<Vec<VecDeque<QueueRef>>>,
-    /// Priority policy: bit `p` is set while `prio_local[p]` holds a queue.
-    prio_held: Cell<u8>,
 }
 
 /// Takes the oldest item of a shared run queue, if it has one. Looks before it takes: an
 /// `Injector::steal` that finds the queue empty issues a `SeqCst` fence, and `is_empty` is two
-/// plain loads. A worker often looks at empty run queues: `prio_one_thread` scans up to eight
-/// per demand (`cohort-bench self-send --dispatcher prio-strict`: 7.3 to 13.8 M msg/s),
-/// `adv_thread_pool` its jobs before every turn.
+/// plain loads. A worker often looks at empty run queues: `adv_thread_pool` at its jobs before
+/// every turn, `thread_pool` at the shared FIFO (a priority pool that scanned eight run queues
+/// per demand went from 7.3 to 13.8 M msg/s on `cohort-bench self-send` with the look).
 #[inline]
 fn take_from<T>(i: &Injector<T>) -> Option<T> {
     if i.is_empty() {
@@ -292,11 +271,6 @@ impl Pool {
             next_home: AtomicUsize::new(0),
             unstarted: AtomicUsize::new(0),
             jobs: Injector::new(),
-            by_priority: match policy {
-                Policy::Priority(_) => (0..PRIORITIES).map(|_| Injector::new()).collect(),
-                _ => Box::new([]),
-            },
-            prio_woken: AtomicU8::new(0),
             stealers,
             wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
             slots: (0..threads)
@@ -395,9 +369,7 @@ impl Pool {
         while let Steal::Success(job) = self.jobs.steal() {
             job.demand.reject();
         }
-        let runs = std::iter::once(&self.injector)
-            .chain(self.homes.iter().map(|h| &**h))
-            .chain(self.by_priority.iter());
+        let runs = std::iter::once(&self.injector).chain(self.homes.iter().map(|h| &**h));
         for inj in runs {
             while let Some(q) = take_from(inj) {
                 q.abandon();
@@ -457,8 +429,6 @@ impl Pool {
         !self.injector.is_empty()
             || self.homes.iter().any(|h| !h.is_empty())
             || !self.jobs.is_empty()
-            || self.by_priority.iter().any(|i| !i.is_empty())
-            || ctx.prio_held.get() != 0
             || !ctx.local.is_empty()
             || self
                 .stealers
@@ -469,9 +439,6 @@ impl Pool {
 
     /// The next queue for a worker to run.
     fn next_queue(&self, ctx: &WorkerCtx, lifo_streak: &mut usize) -> Option<QueueRef> {
-        if let Policy::Priority(mode) = self.policy {
-            return self.next_by_priority(ctx, mode);
-        }
         if self.is_fifo() {
             return self.next_fifo(ctx, lifo_streak);
         }
@@ -669,13 +636,6 @@ impl Pool {
             ticks: Cell::new(0),
             home_countdown: Cell::new(self.home.interval),
             home_waiting_since: Cell::new(None),
-            // "Priority 0, quota spent": the first search wraps to the highest priority.
-            prio_cursor: Cell::new((0, 0)),
-            prio_held: Cell::new(0),
-            prio_local: std::cell::RefCell::new(match self.policy {
-                Policy::Priority(_) => (0..PRIORITIES).map(|_| VecDeque::new()).collect(),
-                _ => Vec::new(),
-            }),
         };
         CURRENT_WORKER.with(|c| c.set(&ctx));
         let mut lifo_streak = 0;
@@ -733,9 +693,6 @@ impl Pool {
         while let Some(q) = ctx.local.pop().or_else(|| self.slots[index].take()) {
             q.abandon();
         }
-        for q in ctx.prio_local.take().into_iter().flatten() {
-            q.abandon();
-        }
     }
 
     /// Runs up to `max_demands_at_once` demands of `q`, then schedules it again if it has
@@ -759,13 +716,7 @@ impl Pool {
         let mut ran = 0;
         let mut left = 0;
         let mut waiting = false;
-        // Quoted round robin: a turn takes no more than what is left of the quota.
-        let max = match self.policy {
-            Policy::Priority(PrioMode::Quoted(_)) => {
-                q.max_batch().min(ctx.prio_cursor.get().1.max(1))
-            }
-            _ => q.max_batch(),
-        };
+        let max = q.max_batch();
         {
             // SAFETY: the queue came out of a run queue, where it was put by whoever won its
             // IDLE -> SCHEDULED transition; nobody else runs it until this turn ends.
@@ -838,9 +789,6 @@ impl Pool {
                 left = unsafe { q.len_here() };
             }
         }
-        if let Policy::Priority(PrioMode::Quoted(_)) = self.policy {
-            self.spend_quota(ctx, usize::from(q.priority()), ran);
-        }
         if waiting {
             return (ran, left);
         }
@@ -872,11 +820,6 @@ impl Pool {
                     }
                     self.injector.push(q)
                 }
-                Policy::Priority(_) => {
-                    // The one worker keeps it: nobody else to wake.
-                    self.prio_keep(ctx, q);
-                    return (ran, left);
-                }
             }
             self.wake_one();
         }
@@ -884,21 +827,6 @@ impl Pool {
     }
 
     fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<QueueRef, BindError> {
-        if let Policy::Priority(mode) = self.policy {
-            let p = match params {
-                BindParams::Priority(p) => *p,
-                _ => 0,
-            };
-            let max_batch = match mode {
-                PrioMode::Strict => 1,
-                PrioMode::Quoted(q) => q[usize::from(p)],
-            };
-            return Ok(Arc::new(EventQueue::pooled_with_priority(
-                self.scheduler(),
-                max_batch,
-                p,
-            )));
-        }
         let (fifo, max_batch) = match params {
             BindParams::Pool {
                 fifo,
@@ -939,15 +867,6 @@ impl Schedule<Demand> for Pool {
             }
             return;
         }
-        if let Policy::Priority(_) = self.policy
-            && let Some(w) = self.current_worker()
-        {
-            // Woken by a handler on the pool's one worker, which alone runs these queues: no
-            // run queue shared with other threads, no wake-up (ThreadRing prio-strict: see
-            // `prio_local`).
-            self.prio_keep(w, q);
-            return;
-        }
         if self.is_fifo()
             && let Some(w) = self.current_worker()
         {
@@ -964,13 +883,6 @@ impl Schedule<Demand> for Pool {
         }
         let mut first = 0;
         match self.policy {
-            Policy::Priority(_) => {
-                let p = usize::from(q.priority());
-                self.by_priority[p].push(q);
-                // Release: the push before the flag (see `prio_take_woken`). Always set, even
-                // if set already: a worker may clear it between a look and this push.
-                self.prio_woken.fetch_or(1 << p, Ordering::Release);
-            }
             Policy::Stealing => {
                 // Back to the worker that ran it last: its agent's data may still be in that
                 // core's cache.
@@ -1043,8 +955,6 @@ impl DispatcherCore for PoolCore {
             Policy::Fifo => "thread_pool",
             Policy::Adv => "adv_thread_pool",
             Policy::Stealing => "work_stealing",
-            Policy::Priority(PrioMode::Strict) => "prio_one_thread::strictly_ordered",
-            Policy::Priority(PrioMode::Quoted(_)) => "prio_one_thread::quoted_round_robin",
         };
         let workers = self.0.probes.iter().map(|p| p.snapshot()).collect();
         DispatcherStats {

@@ -1,0 +1,68 @@
+//! The count of agents bound to a dispatcher whose thread exits once the dispatcher is shut
+//! down and no agent is bound (`one_thread`, `prio_one_thread`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `shut` flag in the count's word.
+const SHUT: usize = 1 << (usize::BITS - 1);
+
+/// The number of bound agents, with a flag set once the dispatcher is shut down, in one word:
+/// binding a million agents (skynet) takes no lock. Whoever brings it to "shut down, none
+/// bound" closes the dispatcher's queues (the `close` argument), exactly once.
+#[derive(Debug, Default)]
+pub(crate) struct BoundCount(AtomicUsize);
+
+impl BoundCount {
+    /// Counts one more bound agent; false (counting none) once the dispatcher is shut down.
+    pub(crate) fn bind(&self, close: impl FnOnce()) -> bool {
+        if self.0.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
+            self.unbind(close);
+            return false;
+        }
+        true
+    }
+
+    /// A bound agent has finished.
+    pub(crate) fn unbind(&self, close: impl FnOnce()) {
+        if self.0.fetch_sub(1, Ordering::AcqRel) == SHUT | 1 {
+            close();
+        }
+    }
+
+    /// The dispatcher is shut down: it takes no new agent.
+    pub(crate) fn shut(&self, close: impl FnOnce()) {
+        if self.0.fetch_or(SHUT, Ordering::AcqRel) == 0 {
+            close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BoundCount;
+    use std::cell::Cell;
+
+    #[test]
+    fn closes_once_when_shut_and_the_last_agent_leaves() {
+        let closed = Cell::new(0);
+        let close = || closed.set(closed.get() + 1);
+        let c = BoundCount::default();
+        assert!(c.bind(close));
+        assert!(c.bind(close));
+        c.shut(close);
+        assert_eq!(closed.get(), 0, "two agents still bound");
+        assert!(!c.bind(close), "no binding after the shutdown");
+        assert_eq!(closed.get(), 0);
+        c.unbind(close);
+        c.unbind(close);
+        assert_eq!(closed.get(), 1);
+    }
+
+    #[test]
+    fn closes_at_once_when_shut_with_none_bound() {
+        let closed = Cell::new(0);
+        let c = BoundCount::default();
+        c.shut(|| closed.set(closed.get() + 1));
+        assert_eq!(closed.get(), 1);
+    }
+}
