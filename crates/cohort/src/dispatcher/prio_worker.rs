@@ -215,14 +215,13 @@ fn choose(mode: PrioMode, local: u8, cursor: &mut (usize, usize)) -> Option<(usi
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::{PrioMode, run_prio};
+    use crate::queue::EventQueue;
+    use crate::queue::LoomItem as Item;
     use crate::queue::wakeup::SharedWakeup;
-    use crate::queue::{EventQueue, QueueItem};
     use loom::sync::atomic::AtomicUsize;
     use std::sync::Arc;
     use std::sync::atomic::Ordering::{Acquire, Release};
     use std::time::Duration;
-
-    use crate::queue::LoomItem as Item;
 
     /// A producer thread pushes `per_queue` items to each of the two queues in turn, from
     /// outside; the worker runs them by `mode`. Every item runs once, in order per queue, and

@@ -123,11 +123,10 @@ pub(crate) fn spin_until(ready: impl Fn() -> bool, spin: Duration) -> bool {
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::run_with;
-    use crate::queue::{EventQueue, QueueItem};
+    use crate::queue::EventQueue;
+    use crate::queue::LoomItem as Item;
     use std::sync::Arc;
     use std::time::Duration;
-
-    use crate::queue::LoomItem as Item;
 
     fn check(producers: u8, per_producer: u8) {
         loom::model(move || {

@@ -928,14 +928,13 @@ mod loom_model {
     //! The pool hand-off: a queue scheduled by the sender that finds it idle, run by at most
     //! one worker at a time, rescheduled by the worker that ends a turn with work left.
 
-    use super::{EventQueue, QueueItem, RunningGuard, Schedule};
+    use super::{EventQueue, RunningGuard, Schedule};
+    use crate::queue::LoomItem as Item;
     use loom::sync::Mutex;
     use loom::sync::atomic::AtomicBool;
     use std::collections::VecDeque;
     use std::sync::Arc;
     use std::sync::atomic::Ordering::SeqCst;
-
-    use crate::queue::LoomItem as Item;
 
     /// A run queue of scheduled queues.
     #[derive(Default)]
