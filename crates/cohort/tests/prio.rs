@@ -369,3 +369,52 @@ fn binding_after_shutdown_is_refused_and_bound_agents_keep_working() {
         env.stop_and_wait();
     });
 }
+
+/// Statistics of a `prio_one_thread`: its kind, its one worker thread, and the events of
+/// every priority counted on it.
+#[test]
+fn statistics_count_the_events_of_every_priority_on_one_worker() {
+    watchdog(TIMEOUT, || {
+        let env = cohort::Environment::builder().start().unwrap();
+        env.start_stats(cohort::StatsConfig::new().export_metrics(false))
+            .unwrap();
+        let disp = PrioOneThreadBuilder::new()
+            .name("ranked")
+            .build(&env)
+            .unwrap();
+        let n = common::count(500);
+        let (tx, echoed) = mpsc::channel();
+        let mut coop = env.new_coop();
+        let mboxes: Vec<_> = [Priority::P0, Priority::P6]
+            .into_iter()
+            .map(|p| {
+                coop.add_with_binder(Echo { tx: tx.clone() }, disp.priority_binder(p))
+                    .mbox()
+            })
+            .collect();
+        env.register_coop(coop).unwrap();
+        for i in 0..n {
+            for m in &mboxes {
+                m.send(Item(i as u32));
+            }
+        }
+        common::recv_n(&echoed, 2 * n, "every echo");
+        let ranked = || {
+            env.stats()
+                .dispatchers
+                .into_iter()
+                .find(|d| d.name == "ranked")
+                .expect("the dispatcher in the statistics")
+        };
+        // The worker publishes its counters at the end of each batch, right after handling.
+        common::wait_until(|| {
+            ranked().workers.iter().map(|w| w.events).sum::<u64>() >= 2 * n as u64
+        });
+        let s = ranked();
+        assert_eq!(s.kind, "prio_one_thread::strictly_ordered");
+        assert_eq!(s.workers.len(), 1);
+        assert_eq!(s.workers[0].thread, "cohort-ranked-0");
+        env.stop_stats();
+        env.stop_and_wait();
+    });
+}
