@@ -1,4 +1,4 @@
-//! [`Demand`]: one unit of work in an [`EventQueue`](crate::queue::EventQueue).
+//! [`Demand`]: one unit of work in an [`EventQueue`].
 
 use crate::cell::{AgentRef, DeliveryFailure, DynCell};
 use crate::coop::{CoopInner, Step};

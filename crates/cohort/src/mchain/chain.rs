@@ -263,7 +263,7 @@ impl ChainInner {
 /// Create one with [`Environment::create_mchain`](crate::Environment::create_mchain); clone
 /// the handle freely. Threads send with [`Mchain::send`]; agents send to
 /// [`Mchain::as_mbox`] like to any mailbox; anyone receives with
-/// [`receive`](crate::mchain::receive) or [`select`](crate::mchain::select).
+/// [`receive`](crate::mchain::receive()) or [`select`](crate::mchain::select).
 ///
 /// ```
 /// use cohort::mchain::{from, receive, Handlers, MchainParams, StopReason};

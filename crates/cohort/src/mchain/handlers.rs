@@ -7,7 +7,7 @@ use std::any::TypeId;
 
 type Erased<'a> = Box<dyn FnMut(AnyMessage) + 'a>;
 
-/// The handlers of a [`receive`](crate::mchain::receive) or of a select's
+/// The handlers of a [`receive`](crate::mchain::receive()) or of a select's
 /// [`receive_case`](crate::mchain::receive_case): closures per message type. A second
 /// handler for the same type replaces the first.
 ///

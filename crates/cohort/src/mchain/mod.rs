@@ -6,7 +6,7 @@
 //!   counted in [`Mchain::stats`].
 //! - Threads send with [`Mchain::send`] / [`Mchain::send_mut`] (typed errors:
 //!   [`MchainError`]); agents send to [`Mchain::as_mbox`] like to any mailbox.
-//! - Receive with [`receive`]`(`[`from`]`(&chain).handle_n(..).empty_timeout(..), &mut
+//! - Receive with [`receive`](receive())`(`[`from`]`(&chain).handle_n(..).empty_timeout(..), &mut
 //!   `[`Handlers`]`)`; wait on several chains with [`select`] and [`receive_case`] /
 //!   [`send_case`].
 //! - Close with [`Mchain::close_retain_content`] or [`Mchain::close_drop_content`]: waiting

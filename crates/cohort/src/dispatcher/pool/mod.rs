@@ -149,7 +149,7 @@ pub(crate) struct Pool {
     injector: Injector<QueueRef>,
     /// `work_stealing`: a run queue per worker for the queues woken from outside the pool,
     /// each put in the one of the worker that ran it last (its home, see
-    /// [`EventQueue::home`]); the owner takes from it first, an idle worker steals from it.
+    /// `EventQueue::home_counting_unstarted`); the owner takes from it first, an idle worker steals from it.
     homes: Box<[CachePadded<Injector<QueueRef>>]>,
     /// `work_stealing`: how many queues were bound, for the first home of the next one
     /// (blocks of [`defaults::HOME_BLOCK`] per worker, round robin).
