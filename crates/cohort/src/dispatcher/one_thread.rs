@@ -115,12 +115,7 @@ impl DispatcherCore for OneThread {
     fn join(&self) {
         let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(t) = t {
-            if t.thread().id() == std::thread::current().id() {
-                return;
-            }
-            if t.join().is_err() {
-                tracing::error!(dispatcher = %self.name, "worker thread panicked");
-            }
+            worker::join_all(&self.name, [t]);
         }
     }
 }

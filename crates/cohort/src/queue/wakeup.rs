@@ -140,7 +140,7 @@ impl QueueWakeup {
     pub(crate) fn register_current(&self) {
         match self {
             QueueWakeup::Own(w) => w.register_current(),
-            QueueWakeup::Shared { group, .. } => group.wakeup.register_current(),
+            QueueWakeup::Shared { group, .. } => group.register_current(),
         }
     }
 
@@ -152,12 +152,12 @@ impl QueueWakeup {
         }
     }
 
-    /// Sleeps until `has_work` (own wake-up only: a group's worker sleeps on the group, over
-    /// all its queues).
+    /// Sleeps until a notify, unless `has_work` turns true after the worker announced that
+    /// it sleeps.
     pub(crate) fn sleep(&self, has_work: impl Fn() -> bool) {
         match self {
             QueueWakeup::Own(w) => w.sleep(has_work),
-            QueueWakeup::Shared { .. } => debug_assert!(false, "a group's worker sleeps on it"),
+            QueueWakeup::Shared { group, .. } => group.sleep(has_work),
         }
     }
 }
