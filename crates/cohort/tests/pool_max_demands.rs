@@ -24,6 +24,7 @@ mod common;
 use cohort::defaults::{HOME_QUEUE_INTERVAL, REMOTE_BATCH};
 use cohort::dispatcher::Fifo;
 use cohort::{Agent, Context, DefineError, Mbox};
+use common::self_feeder::IN_FLIGHT;
 use common::{Gate, PoolKind, TIMEOUT, gate, pool_binder, watchdog};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -584,94 +585,11 @@ fn work_stealing_new_agents_start_without_the_home_queue_wait() {
     });
 }
 
-/// One of the self-sender's own demands.
-#[derive(Debug, Clone, Copy)]
-struct Loop;
-
-/// Sent from the test thread while the self-sender's local half is full.
-#[derive(Debug, Clone, Copy)]
-struct Halt;
-
-/// Keeps `IN_FLIGHT` demands of its own queued (more than `max_demands_at_once`), so every
-/// turn starts with a full local half, until it receives `Halt` from outside, or gives up
-/// after `limit` demands run once `halt_sent` is set (the test thread sets it when its send
-/// of `Halt` has returned, so the count does not depend on when that thread gets to run).
-struct SelfFeeder {
-    ran: usize,
-    ran_after_halt_sent: usize,
-    limit: usize,
-    halt_sent: Arc<AtomicBool>,
-    halted: bool,
-    running: Sender<()>,
-    done: Sender<(bool, usize)>,
-}
-
-const IN_FLIGHT: usize = 8;
-
-impl Agent for SelfFeeder {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Loop, ctx: &mut Context<'_, Self>| {
-            if me.halted {
-                return;
-            }
-            me.ran += 1;
-            if me.ran == 1000 {
-                let _ = me.running.send(());
-            }
-            common::yield_under_valgrind();
-            if me.halt_sent.load(Ordering::Acquire) {
-                me.ran_after_halt_sent += 1;
-                if me.ran_after_halt_sent == me.limit {
-                    me.halted = true;
-                    let _ = me.done.send((false, me.ran_after_halt_sent));
-                    return;
-                }
-            }
-            ctx.send_self(Loop);
-        })?;
-        ctx.on(|me: &mut Self, _: &Halt, _: &mut Context<'_, Self>| {
-            if !me.halted {
-                me.halted = true;
-                let _ = me.done.send((true, me.ran_after_halt_sent));
-            }
-        })?;
-        Ok(())
-    }
-
-    fn start(&mut self, ctx: &mut Context<'_, Self>) {
-        for _ in 0..IN_FLIGHT {
-            ctx.send_self(Loop);
-        }
-    }
-}
-
 fn remote_send_reaches_a_full_local_half(kind: PoolKind) {
     let env = cohort::Environment::builder().start().unwrap();
     let pool = kind.build(&env, "fullq", 1);
-    let (running_tx, running) = mpsc::channel();
-    let (done_tx, done) = mpsc::channel();
-    // A turn takes at most `max_demands_at_once` local demands before it moves the remote
-    // ones in, so `Halt` is due within a few of them; the limit is far above that.
-    let limit = 100_000;
-    let halt_sent = Arc::new(AtomicBool::new(false));
-    let mut coop = env.new_coop();
-    coop.set_binder(pool_binder(&pool, Fifo::Individual, 4));
-    let feeder = coop
-        .add(SelfFeeder {
-            ran: 0,
-            ran_after_halt_sent: 0,
-            limit,
-            halt_sent: halt_sent.clone(),
-            halted: false,
-            running: running_tx,
-            done: done_tx,
-        })
-        .mbox();
-    env.register_coop(coop).unwrap();
-    common::recv(&running, "the self-sender to run");
-    feeder.send(Halt);
-    halt_sent.store(true, Ordering::Release);
-    let (halted, ran) = common::recv(&done, "the self-sender to stop");
+    let (halted, ran) =
+        common::self_feeder::halt_from_outside(&env, pool_binder(&pool, Fifo::Individual, 4));
     env.stop_and_wait();
     assert!(
         halted,

@@ -418,3 +418,28 @@ fn statistics_count_the_events_of_every_priority_on_one_worker() {
         env.stop_and_wait();
     });
 }
+
+/// An agent that keeps its priority's local half full with its own sends still gets what a
+/// plain thread sends it: the remote half moves in every `LOCAL_BATCH` demands, not only when
+/// the local half runs dry.
+#[test]
+fn a_send_from_outside_reaches_an_agent_that_keeps_its_local_half_full() {
+    watchdog(TIMEOUT, || {
+        for build in [
+            PrioOneThreadBuilder::new().strictly_ordered(),
+            PrioOneThreadBuilder::new().quoted_round_robin([4; 8]),
+        ] {
+            let env = cohort::Environment::builder().start().unwrap();
+            let disp = build.build(&env).unwrap();
+            let (halted, ran) =
+                common::self_feeder::halt_from_outside(&env, disp.priority_binder(Priority::P3));
+            env.stop_and_wait();
+            assert!(
+                halted,
+                "`Halt`, sent from outside to an agent that keeps {} demands of its own \
+                 queued, was not handled in the {ran} demands it ran after the send returned",
+                common::self_feeder::IN_FLIGHT
+            );
+        }
+    });
+}

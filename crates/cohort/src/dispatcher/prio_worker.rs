@@ -6,8 +6,11 @@
 //! allocation), and an agent's demands keep their order (one queue). A send from another
 //! thread, or to another priority, goes to that queue's remote half and flags the queue in
 //! the thread's [`SharedWakeup`]: the loop reads that one word per demand to learn whether
-//! anything arrived from outside. The loop keeps a bit per priority whose local half holds
-//! demands; the mode chooses among them:
+//! anything arrived from outside. The loop keeps a bit per priority that may have demands
+//! (in either half); the mode chooses among them. A remote half moves to its local tail when
+//! the local half runs dry, and every [`defaults::LOCAL_BATCH`] demands (as `one_thread`'s
+//! does), so a busy local flow does not keep remote demands waiting, and a flood from outside
+//! moves no more than the loop runs:
 //! - strict: the highest priority with demands, chosen again after every demand;
 //! - quoted: priorities take turns from the highest down, each running up to its quota of
 //!   demands (or until it has none), then the next lower one (wrapping to the highest).
@@ -35,15 +38,24 @@ pub(crate) enum PrioMode {
     Quoted([usize; PRIORITIES]),
 }
 
-/// The worker's view of which priorities have demands in their local halves, and which
-/// remote halves still hold demands after a bounded move.
+/// The worker's view of which priorities have demands.
 #[derive(Default)]
 struct Ready {
-    /// Bit `p`: the local half of queue `p` holds a demand.
-    local: u8,
-    /// Bit `p`: queue `p`'s remote half kept demands after a move of
-    /// [`defaults::REMOTE_BATCH`] (its flag was consumed, so it is remembered here).
-    remote_left: u8,
+    /// Bit `p`: queue `p` may hold a demand, in its local or its remote half.
+    any: u8,
+    /// Bit `p`: queue `p`'s remote half may hold demands not moved yet (flagged by a push, or
+    /// left after a move of [`defaults::REMOTE_BATCH`]; the flag was consumed, so it is
+    /// remembered here).
+    remote: u8,
+}
+
+impl Ready {
+    /// Queues `flagged` received demands from outside.
+    #[inline]
+    fn add_remote(&mut self, flagged: u8) {
+        self.any |= flagged;
+        self.remote |= flagged;
+    }
 }
 
 /// The queue that this thread runs now (the one local sends go to), switched only when the
@@ -97,29 +109,31 @@ pub(crate) fn run_prio<T: QueueItem>(
     let any_remote = || queues.iter().any(|q| q.has_remote());
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
+        if ready.remote != 0 {
+            // Every `LOCAL_BATCH` demands: behind whatever the local halves hold.
+            let which = ready.remote;
+            move_remote(&mut current, &mut ready, which);
+        }
         let mut ran = 0;
         while ran < defaults::LOCAL_BATCH {
-            let flagged = group.take_flagged() | ready.remote_left;
-            if flagged != 0 {
-                move_remote(&mut current, &mut ready, flagged);
-            }
-            let Some((p, budget)) = choose(mode, ready.local, &mut cursor) else {
+            ready.add_remote(group.take_flagged());
+            let Some((p, budget)) = choose(mode, ready.any, &mut cursor) else {
                 break;
             };
-            let q = current.enter(p);
-            // SAFETY: this thread runs `q` (entered above).
-            let Some(d) = (unsafe { q.pop_local() }) else {
-                ready.local &= !(1 << p);
+            let Some(d) = next_demand(&mut current, &mut ready, p) else {
+                ready.any &= !(1 << p);
                 continue;
             };
+            let q = current.enter(p);
             let n = execute(q, d, budget);
             ran += n;
             if let PrioMode::Quoted(_) = mode {
                 cursor.1 = cursor.1.saturating_sub(n);
             }
-            // SAFETY: as above; the handler's local sends went to `q`, the queue it ran from.
-            if unsafe { q.local_is_empty() } {
-                ready.local &= !(1 << p);
+            // SAFETY: this thread runs `q` (entered above); the handler's local sends went to
+            // `q`, the queue it ran from.
+            if unsafe { q.local_is_empty() } && ready.remote & (1 << p) == 0 {
+                ready.any &= !(1 << p);
             }
         }
         if let (Some(p), Some(t0)) = (probe, t0) {
@@ -132,15 +146,17 @@ pub(crate) fn run_prio<T: QueueItem>(
                 .sum();
             p.busy(t0, ran, left);
         }
-        if ran > 0 || ready.local != 0 {
+        if ran > 0 || ready.any != 0 {
             continue;
         }
-        // Nothing flagged, nothing local: a push may have landed with its flag still unset
+        // Nothing flagged, nothing left: a push may have landed with its flag still unset
         // (its sender between the two); look at the queues themselves.
         if any_remote() {
-            ready.remote_left = (0..queues.len())
-                .filter(|&i| queues[i].has_remote())
-                .fold(0, |m, i| m | 1 << i);
+            ready.add_remote(
+                (0..queues.len())
+                    .filter(|&i| queues[i].has_remote())
+                    .fold(0, |m, i| m | 1 << i),
+            );
             continue;
         }
         if all_closed() {
@@ -165,28 +181,44 @@ pub(crate) fn run_prio<T: QueueItem>(
     }
 }
 
-/// Moves the remote halves of the `flagged` queues to their local tails (up to
-/// [`defaults::REMOTE_BATCH`] each), noting which now hold demands and which kept some.
+/// The next demand of queue `p`: from its local half, or, when that is empty, from its
+/// remote half moved there first.
+#[inline]
+fn next_demand<T: QueueItem>(
+    current: &mut Current<'_, T>,
+    ready: &mut Ready,
+    p: usize,
+) -> Option<T> {
+    let q = current.enter(p);
+    // SAFETY: this thread runs `q` (entered above).
+    if let Some(d) = unsafe { q.pop_local() } {
+        return Some(d);
+    }
+    if ready.remote & (1 << p) == 0 {
+        return None;
+    }
+    move_remote(current, ready, 1 << p);
+    let q = current.enter(p);
+    // SAFETY: this thread runs `q` (entered again just above).
+    unsafe { q.pop_local() }
+}
+
+/// Moves the remote halves of the queues in `which` to their local tails (up to
+/// [`defaults::REMOTE_BATCH`] each), keeping the bit of those that kept some.
 #[inline(never)]
-fn move_remote<T: QueueItem>(current: &mut Current<'_, T>, ready: &mut Ready, flagged: u8) {
-    let mut left = 0;
-    for p in (0..current.queues.len()).filter(|p| flagged & (1 << p) != 0) {
+fn move_remote<T: QueueItem>(current: &mut Current<'_, T>, ready: &mut Ready, which: u8) {
+    for p in (0..current.queues.len()).filter(|p| which & (1 << p) != 0) {
         let q = current.enter(p);
         // SAFETY: this thread runs `q` (entered above).
         unsafe { q.drain_remote(defaults::REMOTE_BATCH) };
-        // SAFETY: as above.
-        if !unsafe { q.local_is_empty() } {
-            ready.local |= 1 << p;
-        }
-        if q.has_remote() {
-            left |= 1 << p;
+        if !q.has_remote() {
+            ready.remote &= !(1 << p);
         }
     }
-    ready.remote_left = left;
 }
 
-/// The priority to run next and the budget of its demand, or `None` when no local half
-/// holds a demand.
+/// The priority to run next and the budget of its demand, or `None` when no queue may hold
+/// one.
 #[inline]
 fn choose(mode: PrioMode, local: u8, cursor: &mut (usize, usize)) -> Option<(usize, usize)> {
     if local == 0 {

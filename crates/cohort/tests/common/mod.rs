@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod order;
+pub mod self_feeder;
 
 use cohort::dispatcher::{Fifo, PoolBindParams};
 use cohort::{
