@@ -120,11 +120,10 @@ pub(crate) fn run_prio<T: QueueItem>(
             let Some((p, budget)) = choose(mode, ready.any, &mut cursor) else {
                 break;
             };
-            let Some(d) = next_demand(&mut current, &mut ready, p) else {
+            let Some((q, d)) = next_demand(&mut current, &mut ready, p) else {
                 ready.any &= !(1 << p);
                 continue;
             };
-            let q = current.enter(p);
             let n = execute(q, d, budget);
             ran += n;
             if let PrioMode::Quoted(_) = mode {
@@ -181,18 +180,18 @@ pub(crate) fn run_prio<T: QueueItem>(
     }
 }
 
-/// The next demand of queue `p`: from its local half, or, when that is empty, from its
-/// remote half moved there first.
+/// Queue `p`, entered, and its next demand: from its local half, or, when that is empty,
+/// from its remote half moved there first.
 #[inline]
-fn next_demand<T: QueueItem>(
-    current: &mut Current<'_, T>,
+fn next_demand<'q, T: QueueItem>(
+    current: &mut Current<'q, T>,
     ready: &mut Ready,
     p: usize,
-) -> Option<T> {
+) -> Option<(&'q EventQueue<T>, T)> {
     let q = current.enter(p);
     // SAFETY: this thread runs `q` (entered above).
     if let Some(d) = unsafe { q.pop_local() } {
-        return Some(d);
+        return Some((q, d));
     }
     if ready.remote & (1 << p) == 0 {
         return None;
@@ -200,7 +199,7 @@ fn next_demand<T: QueueItem>(
     move_remote(current, ready, 1 << p);
     let q = current.enter(p);
     // SAFETY: this thread runs `q` (entered again just above).
-    unsafe { q.pop_local() }
+    unsafe { q.pop_local() }.map(|d| (q, d))
 }
 
 /// Moves the remote halves of the queues in `which` to their local tails (up to
