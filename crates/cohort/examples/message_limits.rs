@@ -6,7 +6,7 @@
 //! wait in its queue and what happens to the next one (SObjectizer's `limit_then_*`):
 //! - `drop::<Log>(5)`: the 6th waiting `Log` is a counted dead letter (`LimitReached`);
 //! - `redirect::<Job>(10, &spare)`: the 11th waiting `Job` goes to a spare worker instead;
-//! - `transform::<Order, Rejected, _>(3, &desk, f)`: the 4th waiting `Order` becomes a
+//! - `transform(3, &desk, |o: &Order| Rejected { .. })`: the 4th waiting `Order` becomes a
 //!   `Rejected` sent to a desk agent.
 //!
 //! A limit counts messages *waiting*, not handled: the one being handled no longer counts.
@@ -14,7 +14,7 @@
 //! until the main thread has sent everything (a real agent would just be slow).
 
 use cohort::{
-    ActiveObjBuilder, Agent, Context, DeadLetter, DefineError, DeliveryFailure, Environment, Mbox,
+    ActiveObjBuilder, Agent, Context, DefineError, DeliveryFailure, Environment, Mbox,
     MessageLimits,
 };
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -53,9 +53,7 @@ impl Agent for Slow {
             MessageLimits::new()
                 .drop::<Log>(5)
                 .redirect::<Job>(10, &self.spare)
-                .transform::<Order, Rejected, _>(3, &self.desk, |o: &Order| Rejected {
-                    order: o.0,
-                }),
+                .transform(3, &self.desk, |o: &Order| Rejected { order: o.0 }),
         )?;
         ctx.on(|_, h: &Hold, _| {
             // Blocks until the main thread has flooded us (see the module comment).
@@ -118,7 +116,7 @@ fn main() {
     let hook_counts = counts.clone();
     let env = Environment::builder()
         // The hook sees every dead letter; here it counts those of the drop limit.
-        .dead_letter_hook(move |d: &DeadLetter| {
+        .dead_letter_hook(move |d| {
             if d.reason == DeliveryFailure::LimitReached {
                 hook_counts.limit_drops.fetch_add(1, Relaxed);
             }
