@@ -145,6 +145,7 @@ fn visit() -> Result<(), Box<dyn std::error::Error>> {
     env.stop_and_wait();
     drop(child.stdin.take()); // the greeter exits when its input closes
     child.wait()?;
+    println!("done: two_processes");
     Ok(())
 }
 
