@@ -42,10 +42,11 @@ fn main() {
     let env = Environment::builder()
         .start()
         .expect("the environment starts");
-    // Bounded: a producer that gets 4 ahead of the consumer waits up to a second for room.
+    // Bounded: a producer that gets 4 ahead of the consumer waits for room (up to 10 s, then
+    // `Overflow::Error`: the send fails).
     let bounded = || {
         MchainParams::bounded(4)
-            .wait_on_full(Duration::from_secs(1))
+            .wait_on_full(Duration::from_secs(10))
             .on_overflow(Overflow::Error)
     };
     let numbers = env.create_mchain(bounded()).expect("a chain");
@@ -59,7 +60,7 @@ fn main() {
         let numbers = numbers.clone();
         thread::spawn(move || {
             for n in 1..=10u64 {
-                numbers.send(n).expect("room within a second");
+                numbers.send(n).expect("room within 10 s");
             }
             numbers.close_retain_content();
         })
@@ -68,7 +69,7 @@ fn main() {
         let words = words.clone();
         thread::spawn(move || {
             for w in ["alpha", "beta", "gamma"] {
-                words.send(w.to_string()).expect("room within a second");
+                words.send(w.to_string()).expect("room within 10 s");
             }
             words.close_retain_content();
         })
