@@ -53,51 +53,40 @@
 #![deny(missing_docs)]
 
 mod agent;
-mod cell;
-mod coop;
-mod custom_mbox;
-mod dead_letter;
 pub mod defaults;
-mod demand;
 pub mod dispatcher;
-mod env;
-mod env_ref;
 mod error;
-mod limits;
-mod mbox;
+mod mailbox;
 pub mod mchain;
 mod message;
-mod named;
 mod panic;
 mod queue;
-mod request;
-mod state;
+mod runtime;
 mod stats;
-mod subscription;
 mod sync;
 pub mod timer;
 mod trace;
 
+pub use agent::state::{History, InState, State, StateError, Unhandled};
 pub use agent::{Agent, Context, DefineError};
-pub use coop::{
-    AgentHandle, Coop, CoopDeregistered, CoopHandle, CoopId, CoopRegistered, DeregReason,
-};
-pub use custom_mbox::{AnyMessage, CustomMbox};
-pub use dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use dispatcher::{
     ActiveGroupBuilder, ActiveObjBuilder, AdvThreadPoolBuilder, Binder, DispatcherHandle,
     OneThreadBuilder, PrioOneThreadBuilder, ThreadPoolBuilder, WorkStealingBuilder,
 };
-pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use error::{
     BindError, DispatcherError, LaunchError, LimitError, RegisterError, SendError, SubscribeError,
 };
-pub use limits::MessageLimits;
-pub use mbox::{Mbox, MboxId};
+pub use mailbox::custom::{AnyMessage, CustomMbox};
+pub use mailbox::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
+pub use mailbox::limits::MessageLimits;
+pub use mailbox::request::{PendingReply, Request, RequestError, Responder};
+pub use mailbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
-pub use request::{PendingReply, Request, RequestError, Responder};
-pub use state::{History, InState, State, StateError, Unhandled};
+pub use runtime::coop::{
+    AgentHandle, Coop, CoopDeregistered, CoopHandle, CoopId, CoopRegistered, DeregReason,
+};
+pub use runtime::env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
 pub use timer::{TimerHandle, TimerQueue};
 pub use trace::{MessageTracing, TraceEvent, TraceStep};

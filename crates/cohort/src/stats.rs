@@ -8,7 +8,7 @@
 //! [`Environment::stats`](crate::Environment::stats) takes a snapshot at any time.
 
 use crate::defaults;
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};

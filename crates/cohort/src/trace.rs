@@ -8,8 +8,8 @@
 //! A [`MessageTracing`] says where events go (stderr, the `tracing` crate, a function) and
 //! which ones (filters by message type, mailbox, agent).
 
-use crate::dead_letter::DeliveryFailure;
-use crate::mbox::{Mbox, MboxId};
+use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::mailbox::{Mbox, MboxId};
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -6,11 +6,11 @@
 //! one is refused, so two threads never pretend to be one group.
 
 use super::{BindParams, DispatcherCore, DispatcherHandle, worker};
-use crate::coop::CoopId;
 use crate::defaults;
-use crate::env::{EnvShared, Environment};
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
+use crate::runtime::coop::CoopId;
+use crate::runtime::env::{EnvShared, Environment};
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};

@@ -2,9 +2,9 @@
 
 use super::{DispatcherCore, DispatcherHandle, worker};
 use crate::defaults;
-use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
+use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -78,7 +78,7 @@ impl DispatcherCore for ActiveObj {
     fn bind(
         &self,
         _: &super::BindParams,
-        _: crate::coop::CoopId,
+        _: crate::runtime::coop::CoopId,
     ) -> Result<Arc<EventQueue>, BindError> {
         let mut st = self.state();
         if st.shut {

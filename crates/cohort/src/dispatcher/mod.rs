@@ -62,7 +62,7 @@ pub use pool_builders::{
 };
 pub use prio_one_thread::{PrioOneThreadBuilder, Priority};
 
-use crate::coop::CoopId;
+use crate::runtime::coop::CoopId;
 
 /// How a pool dispatcher gives queues to agents.
 ///
@@ -135,7 +135,7 @@ impl Binder {
     }
 
     /// Unbinds an agent whose registration failed after it was bound.
-    pub(crate) fn unbind_queue_of(&self, header: &crate::cell::Header) {
+    pub(crate) fn unbind_queue_of(&self, header: &crate::agent::cell::Header) {
         // SAFETY: called only for agents bound during the failing registration, on the
         // registering thread, so the queue is set.
         let q = unsafe { header.queue_arc() };

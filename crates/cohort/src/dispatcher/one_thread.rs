@@ -3,9 +3,9 @@
 use super::bound_count::BoundCount;
 use super::{DispatcherCore, DispatcherHandle, worker};
 use crate::defaults;
-use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
+use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -86,7 +86,7 @@ impl DispatcherCore for OneThread {
     fn bind(
         &self,
         _: &super::BindParams,
-        _: crate::coop::CoopId,
+        _: crate::runtime::coop::CoopId,
     ) -> Result<Arc<EventQueue>, BindError> {
         if !self.bound.bind(|| self.queue.close()) {
             return Err(BindError::DispatcherShutDown {

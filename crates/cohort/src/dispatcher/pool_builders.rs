@@ -4,8 +4,8 @@
 use super::pool::{HomeQueuePace, Policy, Pool, PoolCore};
 use super::{BindParams, DispatcherHandle, Fifo};
 use crate::defaults;
-use crate::env::Environment;
 use crate::error::DispatcherError;
+use crate::runtime::env::Environment;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -5,10 +5,10 @@ use super::bound_count::BoundCount;
 use super::prio_worker::{PRIORITIES, PrioMode, run_prio};
 use super::{BindParams, DispatcherCore, DispatcherHandle};
 use crate::defaults;
-use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
 use crate::queue::wakeup::SharedWakeup;
+use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -167,7 +167,7 @@ impl DispatcherCore for PrioOneThread {
     fn bind(
         &self,
         params: &BindParams,
-        _: crate::coop::CoopId,
+        _: crate::runtime::coop::CoopId,
     ) -> Result<Arc<EventQueue>, BindError> {
         // Any other binding (a plain `binder()`) gives the lowest priority.
         let p = match params {

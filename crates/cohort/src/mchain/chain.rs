@@ -4,10 +4,10 @@
 use super::error::MchainError;
 use super::notify::Notify;
 use super::params::{MchainParams, Overflow};
-use crate::custom_mbox::{AnyMessage, CustomMbox};
-use crate::dead_letter::DeliveryFailure;
-use crate::env::EnvShared;
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
+use crate::mailbox::custom::{AnyMessage, CustomMbox};
+use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::runtime::env::EnvShared;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -129,7 +129,7 @@ impl ChainInner {
             Overflow::DropNewest => {
                 drop(st);
                 bump(&self.counters.dropped_newest);
-                crate::request::drop_with_reason(msg, DeliveryFailure::ChainFull);
+                crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::ChainFull);
                 Ok(Sent::DroppedNewest)
             }
             Overflow::RemoveOldest => {
@@ -139,14 +139,14 @@ impl ChainInner {
                 st.wake();
                 drop(st);
                 bump(&self.counters.removed_oldest);
-                crate::request::drop_with_reason(oldest, DeliveryFailure::ChainFull);
+                crate::mailbox::request::drop_with_reason(oldest, DeliveryFailure::ChainFull);
                 Ok(Sent::RemovedOldest)
             }
             Overflow::Error => {
                 drop(st);
                 bump(&self.counters.refused_full);
                 let message_type = msg.type_name();
-                crate::request::drop_with_reason(msg, DeliveryFailure::ChainFull);
+                crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::ChainFull);
                 Err(MchainError::Full {
                     message_type,
                     capacity,
@@ -190,7 +190,7 @@ impl ChainInner {
     fn refuse_closed(&self, msg: AnyMessage) -> MchainError {
         bump(&self.counters.refused_closed);
         let message_type = msg.type_name();
-        crate::request::drop_with_reason(msg, DeliveryFailure::ChainClosed);
+        crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::ChainClosed);
         MchainError::Closed { message_type }
     }
 
@@ -253,7 +253,7 @@ impl ChainInner {
             .dropped_on_close
             .fetch_add(dropped.len() as u64, Ordering::Relaxed);
         for m in dropped {
-            crate::request::drop_with_reason(m, DeliveryFailure::ChainClosed);
+            crate::mailbox::request::drop_with_reason(m, DeliveryFailure::ChainClosed);
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Typed handlers for receiving from chains: one closure per message type.
 
-use crate::custom_mbox::AnyMessage;
+use crate::mailbox::custom::AnyMessage;
+use crate::mailbox::request::Request;
 use crate::message::Mutable;
-use crate::request::Request;
 use std::any::TypeId;
 
 type Erased<'a> = Box<dyn FnMut(AnyMessage) + 'a>;

@@ -4,7 +4,7 @@
 use super::chain::{Mchain, Pop, TryPush};
 use super::handlers::Handlers;
 use super::notify::Notify;
-use crate::custom_mbox::AnyMessage;
+use crate::mailbox::custom::AnyMessage;
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 

@@ -25,8 +25,8 @@
 use super::local_ring::LocalRing;
 use super::remote_blocks::{self, Block, Head, Tail};
 use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
-use crate::demand::Demand;
-use crate::mbox::MboxId;
+use crate::agent::demand::Demand;
+use crate::mailbox::MboxId;
 use crate::message::Envelope;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, HandOffCell, SegQueue};
 use std::cell::{Cell, UnsafeCell};

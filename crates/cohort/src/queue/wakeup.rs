@@ -234,7 +234,7 @@ impl SharedWakeup {
 #[inline]
 fn release_thread_caches() {
     #[cfg(not(loom))]
-    crate::named::release_thread_tables();
+    crate::mailbox::multi_consumer::release_thread_tables();
 }
 
 #[cfg(all(test, loom))]

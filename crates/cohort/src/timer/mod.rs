@@ -73,10 +73,10 @@ pub use queue::TimerQueue;
 pub(crate) use service::TimerService;
 
 use crate::agent::{Agent, Context};
-use crate::dead_letter::DeliveryFailure;
-use crate::env::Environment;
 use crate::error::SendError;
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
+use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::runtime::env::Environment;
 use service::Refused;
 use std::cmp::Ordering;
 use std::fmt;

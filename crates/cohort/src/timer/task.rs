@@ -8,7 +8,7 @@
 //! comes first (nothing is delivered) or waits until the delivery in progress is queued at
 //! the receiver; after `cancel` returns nothing more is delivered.
 
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
 use std::marker::PhantomData;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -37,12 +37,12 @@
 
 use super::worker::spin_until;
 use super::{BindParams, DispatcherCore, Fifo};
-use crate::coop::CoopId;
+use crate::agent::demand::Demand;
 use crate::defaults;
-use crate::demand::Demand;
 use crate::error::BindError;
 use crate::queue::wakeup::Wakeup;
 use crate::queue::{EventQueue, RunningGuard, Schedule};
+use crate::runtime::coop::CoopId;
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;

@@ -4,11 +4,11 @@
 use super::machine::{Hook, StateMachine};
 use super::unhandled::Unhandled;
 use super::{DEAD_LETTER_STATE, DEFAULT_STATE, History, State, StateError};
+use crate::agent::subscription::{HANDLE, SUPPRESS, placeholder};
 use crate::agent::{Agent, Context, immutable_handler, mutable_handler};
 use crate::error::SubscribeError;
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
 use crate::message::Mutable;
-use crate::subscription::{HANDLE, SUPPRESS, placeholder};
 use std::any::TypeId;
 use std::borrow::Cow;
 use std::time::Duration;

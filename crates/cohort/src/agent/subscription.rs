@@ -11,13 +11,13 @@
 //! or suppress. The per-message scan looks in the current state only; the ancestors are
 //! walked on a miss (`state::dispatch`), so switching state costs no re-subscription.
 
+use crate::agent::cell::DynCell;
+use crate::agent::state::{DEFAULT_STATE, StateMachine};
 use crate::agent::{Agent, Context};
-use crate::cell::DynCell;
 use crate::error::SubscribeError;
-use crate::mbox::IndirectMbox;
-use crate::mbox::MboxId;
+use crate::mailbox::IndirectMbox;
+use crate::mailbox::MboxId;
 use crate::message::Envelope;
-use crate::state::{DEFAULT_STATE, StateMachine};
 use std::any::TypeId;
 use std::sync::Arc;
 use thin_vec::ThinVec;

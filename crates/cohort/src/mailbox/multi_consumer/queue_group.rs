@@ -2,7 +2,7 @@
 //! type bound to one event queue.
 
 use super::log::{LogGroup, Marker};
-use crate::demand::{BroadcastTargets, Demand};
+use crate::agent::demand::{BroadcastTargets, Demand};
 use crate::message::Envelope;
 use crate::queue::EventQueue;
 use std::sync::Arc;

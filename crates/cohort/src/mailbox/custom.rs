@@ -11,7 +11,7 @@
 //! [`Context::subscribe`](crate::Context::subscribe) refuses it with
 //! [`SubscribeError::NotSubscribable`](crate::SubscribeError::NotSubscribable).
 
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
 use crate::message::Envelope;
 use std::any::TypeId;
 use std::fmt;

@@ -20,14 +20,14 @@
 //! would deliver it (one message demand, no broadcast targets to share): a named mailbox
 //! with one subscriber costs about what a direct mailbox does.
 
-use crate::cell::DynCell;
-use crate::dead_letter::DeliveryFailure;
-use crate::demand::{BroadcastTargets, Demand};
-use crate::env::EnvShared;
+use crate::agent::cell::DynCell;
+use crate::agent::demand::{BroadcastTargets, Demand};
 use crate::error::SubscribeError;
-use crate::mbox::{MboxId, deliver_at};
+use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::mailbox::{MboxId, deliver_at};
 use crate::message::Envelope;
 use crate::queue::EventQueue;
+use crate::runtime::env::EnvShared;
 use crate::trace::{self, TraceStep};
 use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -465,7 +465,7 @@ impl NamedMbox {
             Rest::Done => {}
             Rest::NoSubscriber(msg) => {
                 self.no_subscriber(msg.type_name());
-                crate::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber)
+                crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber)
             }
             Rest::NotShareable(msg) => self.not_shareable(msg),
             Rest::OneByOne(singles, msg) => self.deliver_one_by_one(&singles, msg, depth),

@@ -12,8 +12,8 @@
 //! why when it drops it as a dead letter ([`RequestError::ReceiverGone`],
 //! [`RequestError::NoHandler`]), otherwise [`RequestError::NotReplied`].
 
-use crate::dead_letter::DeliveryFailure;
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
+use crate::mailbox::dead_letter::DeliveryFailure;
 use std::cell::Cell;
 use std::fmt;
 use std::future::Future;

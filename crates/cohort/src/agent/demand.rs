@@ -1,11 +1,11 @@
 //! [`Demand`]: one unit of work in an [`EventQueue`].
 
-use crate::cell::{AgentRef, DeliveryFailure, DynCell};
-use crate::coop::{CoopInner, Step};
-use crate::mbox::MboxId;
+use crate::agent::cell::{AgentRef, DeliveryFailure, DynCell};
+use crate::mailbox::MboxId;
+use crate::mailbox::multi_consumer::{Marker, QueueGroup};
 use crate::message::Envelope;
-use crate::named::{Marker, QueueGroup};
 use crate::queue::EventQueue;
+use crate::runtime::coop::{CoopInner, Step};
 use std::sync::Arc;
 
 /// One unit of work for a worker thread.
@@ -66,7 +66,7 @@ impl BroadcastTargets {
                 msg.as_ref().and_then(Envelope::duplicate)
             };
             let Some(m) = m else { return };
-            if cell.header.status() == crate::cell::NEW {
+            if cell.header.status() == crate::agent::cell::NEW {
                 // Subscribed in `define` of a cooperation still registering (or that failed):
                 // its body belongs to the registering thread.
                 cell.header.dead_letter(m, DeliveryFailure::NotRegistered);

@@ -1,90 +1,18 @@
-//! The [`Agent`] trait and the [`Context`] its hooks and handlers receive.
+//! The [`Context`] an agent's hooks and handlers receive.
 
-use crate::cell::DynCell;
-use crate::coop::{Coop, CoopHandle, CoopInner, DeregReason};
-use crate::env::Environment;
+use super::Agent;
+use crate::agent::cell::DynCell;
+use crate::agent::state::DEFAULT_STATE;
+use crate::agent::subscription::{Action, HANDLE, Handler, Subscriptions};
 use crate::error::{LimitError, RegisterError, SubscribeError};
-use crate::limits::MessageLimits;
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
+use crate::mailbox::limits::MessageLimits;
 use crate::message::{Envelope, Mutable};
-use crate::state::DEFAULT_STATE;
-use crate::subscription::{Action, HANDLE, Handler, Subscriptions};
+use crate::runtime::coop::{Coop, CoopHandle, CoopInner, DeregReason};
+use crate::runtime::env::Environment;
 use std::any::TypeId;
-use std::borrow::Cow;
 use std::ptr::NonNull;
 use std::sync::Arc;
-
-/// What a failing [`Agent::define`] returns: any error, boxed.
-pub type DefineError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// An agent: a state machine that reacts to messages.
-///
-/// Hooks run in SObjectizer's order (see `docs/runtime-semantics.md`):
-/// 1. [`define`](Agent::define) on the thread that registers the cooperation, for every agent
-///    of it, before any of them starts; it subscribes handlers. An error (or a panic) here
-///    cancels the whole registration.
-/// 2. [`start`](Agent::start) on the agent's worker thread, as the agent's first event.
-/// 3. Handlers, one message at a time, never two at once for one agent.
-/// 4. [`finish`](Agent::finish) on the worker thread when the cooperation deregisters, after
-///    the last message that was pending when deregistration began.
-///
-/// ```
-/// use cohort::{Agent, Context, DefineError};
-///
-/// struct Hello;
-/// struct Greet(&'static str);
-///
-/// struct Greeter { greeted: usize }
-///
-/// impl Greeter {
-///     fn on_greet(&mut self, msg: &Greet, ctx: &mut Context<'_, Self>) {
-///         self.greeted += 1;
-///         println!("hello, {}", msg.0);
-///         ctx.stop_environment();
-///     }
-/// }
-///
-/// impl Agent for Greeter {
-///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-///         ctx.on(Self::on_greet)?;
-///         Ok(())
-///     }
-///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
-///         ctx.self_mbox().send(Greet("world"));
-///     }
-/// }
-///
-/// cohort::launch(|env| {
-///     let mut coop = env.new_coop();
-///     coop.add(Greeter { greeted: 0 });
-///     env.register_coop(coop)?;
-///     Ok(())
-/// })
-/// .unwrap();
-/// ```
-pub trait Agent: Send + Sized + 'static {
-    /// Subscribes handlers. Runs on the registering thread before any agent of the
-    /// cooperation starts; an error cancels the registration of the whole cooperation.
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        let _ = ctx;
-        Ok(())
-    }
-
-    /// The agent's first event, on its worker thread.
-    fn start(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
-    }
-
-    /// The agent's last event, on its worker thread, when its cooperation deregisters.
-    fn finish(&mut self, ctx: &mut Context<'_, Self>) {
-        let _ = ctx;
-    }
-
-    /// The name used in errors and logs; the type name by default.
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(std::any::type_name::<Self>())
-    }
-}
 
 /// What an agent's hooks and handlers can do: subscribe, send to itself, create child
 /// cooperations, deregister its cooperation, stop the environment.
@@ -155,13 +83,13 @@ impl<'a, A: Agent> Context<'a, A> {
     /// ```
     #[inline]
     pub fn send_self<M: Send + Sync + 'static>(&self, msg: M) {
-        crate::mbox::deliver_to_self(self.cell, Envelope::immutable(msg))
+        crate::mailbox::deliver_to_self(self.cell, Envelope::immutable(msg))
     }
 
     /// Sends a mutable message to this agent's own direct mailbox.
     #[inline]
     pub fn send_self_mut<M: Send + 'static>(&self, msg: M) {
-        crate::mbox::deliver_to_self(self.cell, Envelope::mutable(msg))
+        crate::mailbox::deliver_to_self(self.cell, Envelope::mutable(msg))
     }
 
     /// Subscribes `handler` to immutable messages of type `M` sent to the agent's direct
@@ -465,7 +393,8 @@ impl<'a, A: Agent> Context<'a, A> {
         }
         // SAFETY: the filter is kept under the key `TypeId::of::<M>()`, which only envelopes
         // of `M` carry (or of the `M` of `Mutable<M>`, laid out alike).
-        let f: crate::named::Filter = Arc::new(move |e: &Envelope| filter(unsafe { e.get::<M>() }));
+        let f: crate::mailbox::multi_consumer::Filter =
+            Arc::new(move |e: &Envelope| filter(unsafe { e.get::<M>() }));
         if named.set_filter(key, self.cell.as_ptr(), Some(f)) {
             Ok(())
         } else {
@@ -510,7 +439,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// ```
     pub fn set_message_limits(&mut self, limits: MessageLimits) -> Result<(), LimitError> {
         let header = &self.cell().header;
-        if header.status() != crate::cell::NEW {
+        if header.status() != crate::agent::cell::NEW {
             return Err(LimitError::NotInDefine);
         }
         if self.cell().limits().is_some() {

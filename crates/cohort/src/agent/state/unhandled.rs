@@ -1,7 +1,7 @@
 //! [`Unhandled`]: a message no handler of the agent's current state takes, as its
 //! dead-letter handler sees it.
 
-use crate::mbox::MboxId;
+use crate::mailbox::MboxId;
 use crate::message::{Envelope, Mutable};
 use std::any::TypeId;
 use std::fmt;

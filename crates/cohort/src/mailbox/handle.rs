@@ -14,13 +14,13 @@
 //! subscriptions for its current state (`subscription.rs`, `state/dispatch.rs`) and calls
 //! it. A multi-consumer mailbox (`NamedMbox::route`) does the same once per receiving queue.
 
-use crate::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
-use crate::custom_mbox::{CustomMbox, deliver_custom};
-use crate::demand::Demand;
+use crate::agent::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
+use crate::agent::demand::Demand;
 use crate::error::{SendError, SubscribeError};
-use crate::limits::Admit;
+use crate::mailbox::custom::{CustomMbox, deliver_custom};
+use crate::mailbox::limits::Admit;
+use crate::mailbox::multi_consumer::NamedMbox;
 use crate::message::Envelope;
-use crate::named::NamedMbox;
 use crate::trace::{self, TraceStep};
 use std::fmt;
 use std::sync::{Arc, Weak};
@@ -100,7 +100,7 @@ impl IndirectMbox {
         &self,
         key: std::any::TypeId,
         cell: *const DynCell,
-        f: Option<crate::named::Filter>,
+        f: Option<crate::mailbox::multi_consumer::Filter>,
     ) -> bool {
         self.named().is_some_and(|n| n.set_filter(key, cell, f))
     }
@@ -113,7 +113,7 @@ impl IndirectMbox {
     }
 
     /// The environment of a named mailbox (for tracing).
-    fn env(&self) -> Option<Arc<crate::env::EnvShared>> {
+    fn env(&self) -> Option<Arc<crate::runtime::env::EnvShared>> {
         self.named().and_then(NamedMbox::env)
     }
 
@@ -418,8 +418,8 @@ fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Enve
 }
 
 #[cold]
-fn reject(header: &crate::cell::Header, msg: Envelope) {
-    let why = if header.status() == crate::cell::NEW {
+fn reject(header: &crate::agent::cell::Header, msg: Envelope) {
+    let why = if header.status() == crate::agent::cell::NEW {
         DeliveryFailure::NotRegistered
     } else {
         DeliveryFailure::ReceiverGone

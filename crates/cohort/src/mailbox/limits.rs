@@ -13,12 +13,12 @@
 //! An agent without limits pays one predictable branch per send (a null pointer in its
 //! header) and none per handled message beyond a bit test on the demand.
 
-use crate::dead_letter::DeliveryFailure;
 use crate::defaults;
-use crate::env::EnvShared;
 use crate::error::LimitError;
-use crate::mbox::{Mbox, MboxId, WeakMbox};
+use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::mailbox::{Mbox, MboxId, WeakMbox};
 use crate::message::Envelope;
+use crate::runtime::env::EnvShared;
 use crate::trace::{self, TraceStep};
 use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -334,7 +334,7 @@ fn overflow(limit: &Limit, env: &EnvShared, agent: MboxId, msg: Envelope, depth:
     match &limit.overflow {
         Overflow::Drop => {
             env.dead_letter(msg.type_name(), DeliveryFailure::LimitReached);
-            crate::request::drop_with_reason(msg, DeliveryFailure::LimitReached)
+            crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::LimitReached)
         }
         Overflow::Abort => {
             tracing::error!(

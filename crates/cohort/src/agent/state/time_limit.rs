@@ -3,8 +3,8 @@
 //! state's epoch, so a time-out already queued is recognised as stale and ignored.
 
 use super::machine::TimerSlot;
-use crate::env::Environment;
-use crate::mbox::Mbox;
+use crate::mailbox::Mbox;
+use crate::runtime::env::Environment;
 use std::time::Duration;
 
 /// The message a state's time limit sends to its agent's direct mailbox.

@@ -1,0 +1,293 @@
+//! [`AgentBody`]: the agent and its subscriptions, touched only by the thread running its
+//! queue, behind the one dynamic call per message ([`ErasedBody`]).
+
+use super::{DynCell, FINISHED};
+use crate::agent::subscription::{Handler, Subscriptions};
+use crate::agent::{Agent, Context};
+use crate::mailbox::MboxId;
+use crate::message::Envelope;
+use crate::panic::PanicReaction;
+use crate::runtime::coop::{CoopInner, DeregReason};
+use crate::trace::{self, TraceStep};
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
+use std::mem::ManuallyDrop;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
+
+pub use crate::mailbox::dead_letter::DeliveryFailure;
+
+/// Why an agent's `define` failed.
+#[derive(Debug)]
+pub(crate) enum DefineFailure {
+    Failed(crate::agent::DefineError),
+    Panicked(String),
+}
+
+/// The agent-type-specific entry points, called through one dynamic call.
+pub(crate) trait ErasedBody: Send {
+    fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope);
+    /// See [`AgentRef::is_thread_safe`].
+    fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool;
+    /// See [`AgentRef::handle_shared`].
+    fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope);
+    fn start(&mut self, this: NonNull<DynCell>);
+    fn finish(&mut self, this: NonNull<DynCell>);
+    fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure>;
+    fn attach(&mut self, coop: *const CoopInner);
+    fn name(&self) -> Cow<'static, str>;
+    fn agent_type(&self) -> std::any::TypeId;
+    /// Drops the agent value.
+    ///
+    /// # Safety
+    /// Called at most once, with exclusive access; nothing touches the agent afterwards.
+    unsafe fn drop_agent(&mut self);
+    /// Drops every subscription (unregistering from multi-consumer mailboxes).
+    fn clear_subscriptions(&mut self, cell: *const DynCell);
+}
+
+/// An agent with its runtime state.
+pub(crate) struct AgentBody<A: Agent> {
+    pub(crate) subs: Subscriptions<A>,
+    /// The agent's cooperation: set at registration, valid until the agent has finished
+    /// (the cooperation outlives the handling of its agents' demands).
+    pub(crate) coop: *const CoopInner,
+    /// Dropped right after `finish` (see [`AgentCell::release_agent`]).
+    pub(crate) agent: ManuallyDrop<A>,
+}
+
+// SAFETY: `coop` points to a `Sync` cooperation; everything else is `Send` since `A: Send`.
+unsafe impl<A: Agent> Send for AgentBody<A> {}
+
+impl<A: Agent> AgentBody<A> {
+    #[cold]
+    fn trace_handled(&self, this: NonNull<DynCell>, mbox: MboxId, message_type: &'static str) {
+        // SAFETY: the cell is alive while its demands run.
+        let cell = unsafe { this.as_ref() };
+        let agent = cell.mbox_id();
+        let name = self.agent.name();
+        cell.header.env.trace(&trace::TraceEvent {
+            step: TraceStep::Handled,
+            message_type,
+            mbox: Some(mbox),
+            agent: Some(agent),
+            agent_name: Some(&name),
+        });
+    }
+
+    #[cold]
+    pub(crate) fn on_panic(
+        &self,
+        this: NonNull<DynCell>,
+        during: &str,
+        payload: Box<dyn Any + Send>,
+    ) {
+        // SAFETY: the cell is alive while its demands run.
+        let header = unsafe { &this.as_ref().header };
+        // SAFETY: `coop` is valid while the agent runs (field doc).
+        let coop = unsafe { CoopInner::arc_from_ptr(self.coop) };
+        let reaction = header
+            .panic_reaction()
+            .or(coop.panic_reaction())
+            .unwrap_or(header.env.panic_reaction);
+        let what = panic_message(&*payload);
+        tracing::error!(
+            agent = %self.agent.name(),
+            during,
+            panic = %what,
+            ?reaction,
+            "agent handler panicked"
+        );
+        header.env.count_panic();
+        match reaction {
+            PanicReaction::Abort => std::process::abort(),
+            PanicReaction::ShutdownEnvironment => header.env.stop(),
+            PanicReaction::DeregisterCoop => coop.deregister(DeregReason::Panic),
+            PanicReaction::Ignore => {}
+        }
+    }
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> Cow<'static, str> {
+    if let Some(s) = p.downcast_ref::<&'static str>() {
+        Cow::Borrowed(s)
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        Cow::Owned(s.clone())
+    } else {
+        Cow::Borrowed("<non-string panic payload>")
+    }
+}
+
+impl<A: Agent> AgentBody<A> {
+    /// Runs a handler taken from the subscriptions with `msg`, then puts it back.
+    #[inline(always)]
+    pub(crate) fn run_handler(
+        &mut self,
+        this: NonNull<DynCell>,
+        slot: usize,
+        mbox: MboxId,
+        key: TypeId,
+        mut handler: Handler<A>,
+        msg: Envelope,
+    ) {
+        let type_name = msg.type_name_fn();
+        if trace::on() {
+            self.trace_handled(this, mbox, type_name());
+        }
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
+        let agent = &mut *self.agent;
+        let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
+        self.subs.put_back(slot, mbox, key, handler);
+        if let Err(payload) = result {
+            self.on_panic(this, type_name(), payload);
+        }
+        if self.subs.pending() {
+            // The handler switched state: the hooks run now, before the next message.
+            self.run_effects(this);
+        }
+    }
+}
+
+impl<A: Agent> ErasedBody for AgentBody<A> {
+    #[inline]
+    fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
+        // SAFETY: the cell is alive while its demands run.
+        let header = unsafe { &this.as_ref().header };
+        // SAFETY: we run the agent's queue.
+        if !unsafe { header.started() } {
+            // SAFETY: the agent is registered (its queue is bound) and we run its queue.
+            return unsafe {
+                header
+                    .queue()
+                    .stash_early(this.as_ptr() as *const () as usize, mbox, msg)
+            };
+        }
+        if header.status() == FINISHED {
+            return header.dead_letter(msg, DeliveryFailure::ReceiverGone);
+        }
+        let key = msg.key();
+        let Some((slot, handler)) = self.subs.take(mbox, key) else {
+            // Not in the current state: its parents, transfers, the dead-letter handler.
+            return self.handle_unmatched(this, mbox, msg);
+        };
+        self.run_handler(this, slot, mbox, key, handler, msg);
+    }
+
+    #[inline]
+    fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool {
+        // SAFETY: the cell is alive while its demands run, and we run its queue.
+        let header = unsafe { &this.as_ref().header };
+        // SAFETY: we run the agent's queue (caller).
+        let started = unsafe { header.started() };
+        started && header.status() != FINISHED && self.subs.shared(mbox, msg.key()).is_some()
+    }
+
+    fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
+        let Some(handler) = self.subs.shared(mbox, msg.key()) else {
+            // SAFETY: the cell is alive while its demands run.
+            let header = unsafe { &this.as_ref().header };
+            return header.dead_letter(msg, DeliveryFailure::NoHandler);
+        };
+        let type_name = msg.type_name_fn();
+        let agent: &A = &self.agent;
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| handler(agent, &msg))) {
+            self.on_panic(this, type_name(), payload);
+        }
+    }
+
+    fn start(&mut self, this: NonNull<DynCell>) {
+        // SAFETY: the cell is alive and we run its queue.
+        unsafe { this.as_ref().header.set_started() };
+        if self.subs.pending() {
+            // Hooks of a switch made in `define`.
+            self.run_effects(this);
+        }
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
+        let agent = &mut *self.agent;
+        let result = catch_unwind(AssertUnwindSafe(|| agent.start(&mut ctx)));
+        if let Err(payload) = result {
+            self.on_panic(this, "start", payload);
+        }
+        if self.subs.pending() {
+            self.run_effects(this);
+        }
+        // SAFETY: the cell is alive and registered; we run its queue.
+        let early = unsafe {
+            this.as_ref()
+                .header
+                .queue()
+                .take_early(this.as_ptr() as *const () as usize)
+        };
+        for (mbox, msg) in early {
+            self.handle(this, mbox, msg);
+        }
+    }
+
+    fn finish(&mut self, this: NonNull<DynCell>) {
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
+        let agent = &mut *self.agent;
+        let result = catch_unwind(AssertUnwindSafe(|| agent.finish(&mut ctx)));
+        if let Err(payload) = result {
+            self.on_panic(this, "finish", payload);
+        }
+        // The active states are left: their `on_exit` hooks run, their time limits end.
+        self.leave_states(this);
+        // Nothing of the agent runs again: free its handlers and its value now rather than
+        // when the last mailbox goes (and break the cycles of agents holding mailboxes).
+        self.subs.clear(this.as_ptr());
+        let agent = &mut self.agent;
+        let dropped = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the cell is alive and we run its queue; the status is FINISHED, so no
+            // handler touches the agent again, and the flag keeps it from a second drop.
+            unsafe {
+                let header = &this.as_ref().header;
+                *header.agent_dropped.get() = true;
+                ManuallyDrop::drop(agent);
+            }
+        }));
+        if let Err(payload) = dropped {
+            // The cooperation's finish must complete whatever the agent's `Drop` does.
+            // SAFETY: the cell is alive while its demands run.
+            unsafe { this.as_ref() }.header.env.count_panic();
+            let what = panic_message(&*payload);
+            tracing::error!(panic = %what, "agent value panicked when dropped after finish");
+        }
+    }
+
+    fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure> {
+        let mut ctx = Context::new(this, self.coop, &mut self.subs);
+        let agent = &mut *self.agent;
+        match catch_unwind(AssertUnwindSafe(|| agent.define(&mut ctx))) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(DefineFailure::Failed(e)),
+            Err(p) => {
+                let what = panic_message(&*p).into_owned();
+                // SAFETY: the cell is alive (its registration is running).
+                unsafe { this.as_ref() }.header.env.count_panic();
+                tracing::error!(agent = %self.agent.name(), panic = %what, "agent panicked in define");
+                Err(DefineFailure::Panicked(what))
+            }
+        }
+    }
+
+    fn attach(&mut self, coop: *const CoopInner) {
+        self.coop = coop;
+    }
+
+    fn name(&self) -> Cow<'static, str> {
+        self.agent.name()
+    }
+
+    fn agent_type(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<A>()
+    }
+
+    fn clear_subscriptions(&mut self, cell: *const DynCell) {
+        self.subs.clear(cell);
+    }
+
+    unsafe fn drop_agent(&mut self) {
+        // SAFETY: at most once, and nothing touches the agent afterwards (caller).
+        unsafe { ManuallyDrop::drop(&mut self.agent) }
+    }
+}

@@ -1,0 +1,13 @@
+//! Mailboxes: the [`Mbox`] handle and how a message is delivered through it, custom
+//! mailboxes, multi-consumer ones (named, anonymous, unique-subscribers), message limits,
+//! dead letters and request/reply.
+
+pub(crate) mod custom;
+pub(crate) mod dead_letter;
+mod handle;
+pub(crate) mod limits;
+pub(crate) mod multi_consumer;
+pub(crate) mod request;
+
+pub(crate) use handle::{IndirectMbox, WeakMbox, deliver_at, deliver_to_self};
+pub use handle::{Mbox, MboxId};

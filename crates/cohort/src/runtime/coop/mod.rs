@@ -1,0 +1,92 @@
+//! Cooperations: agents registered and deregistered as a unit.
+//!
+//! [`Coop`] is the builder: add agents, choose binders, then register it (through
+//! [`Environment::register_coop`](crate::Environment::register_coop) or
+//! [`Context::register_coop`](crate::Context::register_coop)). Registration is all or nothing.
+//! [`CoopHandle`] deregisters it later.
+//!
+//! Deregistration runs children first: a cooperation's agents receive `finish` only once all
+//! its child cooperations are fully gone. A cooperation is fully gone when every agent has
+//! run `finish`; then its parent hears of it, and its `notify_deregistered` mailboxes receive
+//! [`CoopDeregistered`].
+
+mod builder;
+mod register;
+mod registered;
+
+pub use builder::{AgentHandle, Coop};
+pub use registered::CoopHandle;
+pub(crate) use registered::CoopInner;
+
+/// A cooperation's identity, unique within its environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CoopId(pub u64);
+
+/// Why a cooperation was deregistered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeregReason {
+    /// Its work is done.
+    Normal,
+    /// The environment is stopping.
+    Shutdown,
+    /// Its parent cooperation is deregistering.
+    Parent,
+    /// One of its agents panicked (reaction [`PanicReaction::DeregisterCoop`]).
+    Panic,
+    /// An application-defined code.
+    User(u32),
+}
+
+/// Sent to each `notify_registered` mailbox once a cooperation is registered.
+#[derive(Debug, Clone)]
+pub struct CoopRegistered {
+    /// The cooperation.
+    pub id: CoopId,
+    /// Its name, if it was given one.
+    pub name: Option<String>,
+}
+
+/// Sent to each `notify_deregistered` mailbox once a cooperation is fully gone (every agent
+/// has run `finish`).
+#[derive(Debug, Clone)]
+pub struct CoopDeregistered {
+    /// The cooperation.
+    pub id: CoopId,
+    /// Its name, if it was given one.
+    pub name: Option<String>,
+    /// Why it was deregistered.
+    pub reason: DeregReason,
+}
+
+/// A lifecycle step run by a worker for one group of agents.
+pub(crate) enum Step {
+    Start,
+    /// `drained`: the queue's remote half was already moved ahead of this demand once.
+    Finish {
+        drained: bool,
+    },
+}
+
+#[cfg(test)]
+mod sizes {
+    //! The memory budget of skynet (a million agents in 256 MiB) rests on these sizes.
+
+    use crate::agent::cell::{AgentBody, AgentCell};
+
+    #[test]
+    fn agent_cell_fits_a_128_byte_allocation() {
+        // A skynet node: parent mailbox and five counters (48 bytes).
+        struct Node {
+            _parent: crate::Mbox,
+            _counters: [u64; 5],
+        }
+        impl crate::Agent for Node {}
+        // An `Arc` adds 16 bytes and glibc 8: 104 + 16 + 8 = 128.
+        assert!(std::mem::size_of::<AgentCell<AgentBody<Node>>>() <= 104);
+    }
+
+    #[test]
+    fn message_demand_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<crate::agent::demand::Demand>(), 40);
+    }
+}

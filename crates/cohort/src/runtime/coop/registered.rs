@@ -1,0 +1,418 @@
+//! [`CoopInner`]: a registered cooperation (its agents grouped by queue, its children, its
+//! deregistration), and [`CoopHandle`], the handle users hold.
+
+use super::builder::CoopExtras;
+use super::{CoopDeregistered, CoopId, DeregReason, Step};
+use crate::agent::cell::{DynCell, FINISHED, FINISHING};
+use crate::agent::demand::Demand;
+use crate::dispatcher::Binder;
+use crate::panic::PanicReaction;
+use crate::queue::EventQueue;
+use crate::runtime::env::EnvShared;
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CoopStatus {
+    Registering,
+    Registered,
+    Deregistering,
+    Gone,
+}
+
+pub(super) struct CoopState {
+    pub(super) status: CoopStatus,
+    pub(super) reason: DeregReason,
+    /// Head of the intrusive list of live children (linked through their `links`).
+    pub(super) first_child: Option<Arc<CoopInner>>,
+    pub(super) children: usize,
+}
+
+/// A child's place in its parent's list; guarded by the parent's state lock.
+pub(super) struct Links {
+    pub(super) next: Option<Arc<CoopInner>>,
+    pub(super) prev: *const CoopInner,
+}
+
+/// The agents of a cooperation bound to one queue: `agents[start..end]`.
+pub(super) struct Group {
+    pub(super) queue: Arc<EventQueue>,
+    pub(super) binder: Binder,
+    pub(super) start: u32,
+    pub(super) end: u32,
+}
+
+/// A cooperation's groups: the first inline (most cooperations have one), the rest boxed.
+pub(super) struct Groups {
+    pub(super) first: Option<Group>,
+    pub(super) more: Box<[Group]>,
+}
+
+impl Groups {
+    pub(super) fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+
+    fn get(&self, i: usize) -> &Group {
+        if i == 0 {
+            self.first.as_ref().expect("group 0 exists")
+        } else {
+            &self.more[i - 1]
+        }
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Group> {
+        self.first.iter().chain(self.more.iter())
+    }
+}
+
+/// A registered cooperation.
+pub(crate) struct CoopInner {
+    pub(super) id: CoopId,
+    pub(super) env: Arc<EnvShared>,
+    /// `None` only for the environment's root cooperation.
+    pub(super) parent: Option<Arc<CoopInner>>,
+    pub(super) agents: Box<[Arc<DynCell>]>,
+    pub(super) groups: Groups,
+    pub(super) state: Mutex<CoopState>,
+    /// This cooperation's place in its parent's child list (guarded by the parent's lock).
+    pub(super) links: UnsafeCell<Links>,
+    /// Live children, plus one while the cooperation is not deregistering.
+    pub(super) pending: AtomicUsize,
+    /// Groups that have not finished yet.
+    pub(super) groups_left: AtomicUsize,
+    pub(super) extras: Option<Box<CoopExtras>>,
+}
+
+// SAFETY: `links` is only accessed under the parent's state lock; the raw `prev` pointer
+// points to a sibling kept alive by the list itself. Everything else is `Sync`.
+unsafe impl Sync for CoopInner {}
+// SAFETY: as above.
+unsafe impl Send for CoopInner {}
+
+impl CoopInner {
+    /// The environment's root cooperation: parent of every top-level cooperation.
+    pub(crate) fn root(env: Arc<EnvShared>) -> Self {
+        Self {
+            id: CoopId(0),
+            env,
+            parent: None,
+            agents: Box::new([]),
+            groups: Groups {
+                first: None,
+                more: Box::new([]),
+            },
+            state: Mutex::new(CoopState {
+                status: CoopStatus::Registered,
+                reason: DeregReason::Normal,
+                first_child: None,
+                children: 0,
+            }),
+            links: UnsafeCell::new(Links {
+                next: None,
+                prev: std::ptr::null(),
+            }),
+            pending: AtomicUsize::new(1),
+            groups_left: AtomicUsize::new(0),
+            extras: None,
+        }
+    }
+
+    pub(crate) fn id(&self) -> CoopId {
+        self.id
+    }
+
+    /// A new strong reference from the pointer an agent keeps.
+    ///
+    /// # Safety
+    /// `p` comes from `Arc::as_ptr` of a cooperation that is still alive.
+    pub(crate) unsafe fn arc_from_ptr(p: *const CoopInner) -> Arc<CoopInner> {
+        // SAFETY: `p` points into a live `Arc` (caller): one more strong count, then wrap it.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
+    }
+
+    pub(super) fn lock_state(&self) -> MutexGuard<'_, CoopState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn panic_reaction(&self) -> Option<PanicReaction> {
+        self.extras.as_ref().and_then(|x| x.panic_reaction)
+    }
+
+    /// Number of live child cooperations.
+    pub(crate) fn child_count(&self) -> usize {
+        self.lock_state().children
+    }
+
+    /// Puts `child` at the head of this cooperation's child list.
+    ///
+    /// # Safety
+    /// `st` is this cooperation's locked state (which guards the children's `links`).
+    pub(super) unsafe fn link_child(&self, st: &mut CoopState, child: Arc<CoopInner>) {
+        // SAFETY: the lock guards every child's links (caller).
+        unsafe {
+            let links = &mut *child.links.get();
+            links.prev = std::ptr::null();
+            links.next = st.first_child.take();
+            if let Some(next) = &links.next {
+                (*next.links.get()).prev = Arc::as_ptr(&child);
+            }
+        }
+        st.first_child = Some(child);
+        st.children += 1;
+    }
+
+    /// Takes `child` out of this cooperation's child list.
+    ///
+    /// # Safety
+    /// `st` is this cooperation's locked state and `child` is in its list.
+    unsafe fn unlink_child(&self, st: &mut CoopState, child: &CoopInner) {
+        // SAFETY: the lock guards every child's links (caller); `prev` points to a sibling
+        // that the list keeps alive.
+        unsafe {
+            let links = &mut *child.links.get();
+            let next = links.next.take();
+            let prev = std::mem::replace(&mut links.prev, std::ptr::null());
+            if let Some(n) = &next {
+                (*n.links.get()).prev = prev;
+            }
+            // Replacing the owner's pointer drops the list's strong count on `child`; the
+            // caller holds another.
+            if prev.is_null() {
+                st.first_child = next;
+            } else {
+                (*(*prev).links.get()).next = next;
+            }
+        }
+        st.children -= 1;
+    }
+
+    /// The live children, for deregistration.
+    ///
+    /// # Safety
+    /// `st` is this cooperation's locked state.
+    unsafe fn children(&self, st: &CoopState) -> Vec<Arc<CoopInner>> {
+        let mut out = Vec::with_capacity(st.children);
+        let mut cur = st.first_child.clone();
+        while let Some(c) = cur {
+            // SAFETY: the lock guards the links (caller).
+            cur = unsafe { (*c.links.get()).next.clone() };
+            out.push(c);
+        }
+        out
+    }
+
+    /// Unbinds every agent (registration failed, or the cooperation is gone).
+    pub(super) fn unbind_all(&self) {
+        for g in self.groups.iter() {
+            for _ in g.start..g.end {
+                g.binder.unbind(&g.queue);
+            }
+        }
+    }
+
+    /// Starts deregistration (idempotent: the first reason wins).
+    pub(crate) fn deregister(self: &Arc<Self>, reason: DeregReason) {
+        let children = {
+            let mut st = self.lock_state();
+            if st.status != CoopStatus::Registered {
+                return;
+            }
+            st.status = CoopStatus::Deregistering;
+            st.reason = reason;
+            // SAFETY: the lock is held.
+            unsafe { self.children(&st) }
+        };
+        let child_reason = if self.parent.is_none() {
+            reason
+        } else {
+            DeregReason::Parent
+        };
+        for child in children {
+            child.deregister(child_reason);
+        }
+        self.release_pending();
+    }
+
+    fn release_pending(self: &Arc<Self>) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.begin_finish();
+        }
+    }
+
+    /// Every child is gone: queue `finish` for every group.
+    fn begin_finish(self: &Arc<Self>) {
+        for cell in self.agents.iter() {
+            cell.header.set_status(FINISHING);
+        }
+        if self.groups.len() == 0 {
+            return self.gone();
+        }
+        for (g, group) in self.groups.iter().enumerate() {
+            group.queue.push(Demand::lifecycle(
+                self.clone(),
+                g as u32,
+                Step::Finish { drained: false },
+            ));
+        }
+    }
+
+    /// Runs a lifecycle step on the thread that runs `queue`.
+    pub(crate) fn run_step(self: Arc<Self>, group: u32, step: Step, queue: &EventQueue) {
+        let g = self.groups.get(group as usize);
+        let members = &self.agents[g.start as usize..g.end as usize];
+        match step {
+            Step::Start => {
+                for cell in members {
+                    // SAFETY: lifecycle steps run on the thread that runs the group's queue.
+                    unsafe { cell.body() }.start(NonNull::from(&**cell));
+                }
+            }
+            Step::Finish { drained: false } => {
+                // Move what other threads queued before deregistration began ahead of the
+                // finish, so `finish` runs after the last pending message (and every demand
+                // that borrows an agent of this queue runs while the cooperation holds it).
+                // SAFETY: we run `queue`.
+                unsafe {
+                    queue.close_lending();
+                    queue.push_local(Demand::lifecycle(
+                        self.clone(),
+                        group,
+                        Step::Finish { drained: true },
+                    ));
+                }
+            }
+            Step::Finish { drained: true } => {
+                for cell in members {
+                    cell.header.set_status(FINISHED);
+                    // SAFETY: as for `Start`.
+                    unsafe { cell.body() }.finish(NonNull::from(&**cell));
+                }
+                if self.groups_left.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.gone();
+                }
+            }
+        }
+    }
+
+    /// Every agent has finished: unbind, update the count, notify, tell the parent.
+    ///
+    /// The notification goes out before the parent hears of it: the parent's agents may be
+    /// its receivers, and they finish only after this call tells the parent.
+    fn gone(self: &Arc<Self>) {
+        self.unbind_all();
+        // Uncounted first, so whoever sees it gone (or notified) sees the count without it.
+        if self.parent.is_some() {
+            self.env.agents_removed(self.agents.len());
+            self.env.coop_gone();
+        }
+        let reason = {
+            let mut st = self.lock_state();
+            st.status = CoopStatus::Gone;
+            st.reason
+        };
+        if let Some(x) = &self.extras {
+            for m in &x.notify_deregistered {
+                m.send(CoopDeregistered {
+                    id: self.id,
+                    name: x.name.clone(),
+                    reason,
+                });
+            }
+        }
+        match &self.parent {
+            Some(parent) => parent.child_gone(self),
+            None => self.env.root_gone(),
+        }
+    }
+
+    fn child_gone(self: &Arc<Self>, child: &CoopInner) {
+        let (left, registered) = {
+            let mut st = self.lock_state();
+            // SAFETY: the lock is held and `child` is linked (it registered under this lock
+            // and unlinks only here, once).
+            unsafe { self.unlink_child(&mut st, child) };
+            (st.children, st.status == CoopStatus::Registered)
+        };
+        if registered && left == 0 && self.parent.is_none() {
+            self.env.last_coop_gone();
+        }
+        self.release_pending();
+    }
+
+    /// True once the cooperation is fully gone.
+    fn is_gone(&self) -> bool {
+        self.lock_state().status == CoopStatus::Gone
+    }
+}
+
+/// A handle to a registered cooperation.
+///
+/// ```
+/// use cohort::{Agent, DeregReason};
+/// struct Idle;
+/// impl Agent for Idle {}
+///
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let mut coop = env.new_coop();
+/// coop.add(Idle);
+/// let handle = env.register_coop(coop).unwrap();
+/// handle.deregister(DeregReason::User(7));
+/// env.stop();
+/// env.wait();
+/// assert!(handle.is_gone());
+/// ```
+#[derive(Clone)]
+pub struct CoopHandle {
+    pub(super) inner: Arc<CoopInner>,
+}
+
+impl CoopHandle {
+    pub(crate) fn new(inner: Arc<CoopInner>) -> Self {
+        Self { inner }
+    }
+
+    pub(crate) fn into_inner(self) -> Arc<CoopInner> {
+        self.inner
+    }
+
+    /// The cooperation's id.
+    pub fn id(&self) -> CoopId {
+        self.inner.id
+    }
+
+    /// Its name, if it was given one.
+    pub fn name(&self) -> Option<&str> {
+        self.inner.extras.as_ref().and_then(|x| x.name.as_deref())
+    }
+
+    /// Starts deregistration (children first). Idempotent: the first reason wins.
+    pub fn deregister(&self, reason: DeregReason) {
+        self.inner.deregister(reason)
+    }
+
+    /// True once every agent has run `finish` and the cooperation is gone.
+    pub fn is_gone(&self) -> bool {
+        self.inner.is_gone()
+    }
+
+    /// Number of live child cooperations.
+    pub fn child_count(&self) -> usize {
+        self.inner.child_count()
+    }
+}
+
+impl fmt::Debug for CoopHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CoopHandle")
+            .field("id", &self.inner.id)
+            .field("name", &self.name())
+            .finish()
+    }
+}
