@@ -1,7 +1,9 @@
 //! The remoting issue's subcommands: `remote-ping-pong` (its flags and records) and the
 //! hidden `remote-ping-pong-server` (the echo side as a child process).
 
-use super::{Machine, Record, params, sampled};
+use super::{params, sampled};
+use crate::machine::Machine;
+use crate::report::Record;
 use crate::scenarios::remote_ping_pong::{self as rpp, Pair, Policy, Processes};
 use clap::Args;
 use serde_json::json;

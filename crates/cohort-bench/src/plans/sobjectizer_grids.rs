@@ -2,11 +2,15 @@
 //! sobjectizer-performance-part3 (`fan-out-grid`, and in `full`), and the skynet variants
 //! (default dispatcher, thread_pool of 1..8 threads with either fifo).
 
+use crate::commands::fan_out::FanOutArgs;
+use crate::commands::self_send::SelfSendArgs;
+use crate::commands::skynet::SkynetArgs;
 #[cfg(test)]
 use crate::scenarios::fan_out;
 use crate::scenarios::fan_out::GRIDS;
+use crate::scenarios::self_send;
 use crate::scenarios::{Dispatcher, FifoArg, Placement};
-use crate::{FanOutArgs, SkynetArgs, Step};
+use crate::suite::Step;
 use clap::Args;
 
 /// Flags of `fan-out-grid`.
@@ -33,6 +37,22 @@ pub struct SkynetGridArgs {
     /// Pool sizes, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = SKYNET_POOL_SIZES)]
     pub sizes: Vec<usize>,
+}
+
+/// Flags of `self-send-grid`.
+#[derive(Args, Clone)]
+pub struct SelfSendGridArgs {
+    /// Scales the message count per worker of both grids (0 < scale <= 1; e.g. 0.01 for a
+    /// quick look).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Worker threads of the pools.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+    /// Only one of the seed's grids: 1 (50 workers x 1M, start batch 1) or 2 (1,000 workers x
+    /// 1M, start batch 100).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub only: Option<u8>,
 }
 
 /// Checks `--sizes`.
@@ -89,6 +109,40 @@ pub fn fan_out_grid(only: Option<u8>, scale: f64, sleep_ms: u64) -> Vec<Step> {
                 messages,
                 work: g.work,
                 sleep_ms,
+                placement,
+            }));
+        }
+    }
+    plan
+}
+
+/// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
+/// work_stealing, `threads` each, across `max_demands`.
+pub fn pool_grid(threads: usize, max_demands: &[usize]) -> Vec<Placement> {
+    let mut out = Vec::new();
+    for d in [Dispatcher::ThreadPool, Dispatcher::WorkStealing] {
+        for &m in max_demands {
+            let mut p = Placement::of(d).fifo(FifoArg::Individual);
+            p.threads = threads;
+            p.max_demands = m;
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The seed's two self-send grids (or one of them), message counts scaled by `scale`.
+pub fn self_send_grid(scale: f64, threads: usize, only: Option<u8>) -> Vec<Step> {
+    let mut plan = Vec::new();
+    for (i, (workers, count, start_batch)) in self_send::GRIDS.into_iter().enumerate() {
+        if only.is_some_and(|g| usize::from(g) != i + 1) {
+            continue;
+        }
+        for placement in pool_grid(threads, &self_send::GRID_MAX_DEMANDS) {
+            plan.push(Step::SelfSend(SelfSendArgs {
+                workers,
+                message_count: self_send::scaled(count, scale),
+                start_batch,
                 placement,
             }));
         }

@@ -1,6 +1,7 @@
 //! The `latency` subcommand: the CAF-style latency pipeline's flags (the seed's parameters as
 //! defaults), its records, and its result file with the seed's columns.
 
+use super::push_sample;
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::scenarios::Placement;
@@ -284,10 +285,7 @@ pub fn records(a: &LatencyArgs, runs: usize, machine: &Machine) -> Vec<Record> {
         };
         lines.push(seed_line(a, &o));
         for (metric, v) in samples(a, &o) {
-            match metrics.iter_mut().find(|(m, _)| *m == metric) {
-                Some((_, vs)) => vs.push(v),
-                None => metrics.push((metric, vec![v])),
-            }
+            push_sample(&mut metrics, metric, v);
         }
     }
     let mut out: Vec<Record> = metrics
