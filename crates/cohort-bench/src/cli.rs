@@ -64,7 +64,7 @@ pub enum Command {
     #[command(mut_arg("dispatcher", |a| a.default_value("thread-pool")))]
     #[command(mut_arg("fifo", |a| a.help("Fifo of a pool dispatcher (default: individual)")))]
     SelfSend(self_send::SelfSendArgs),
-    /// The seed's self-send grids across max_demands_at_once, on thread_pool and
+    /// sobjectizer-performance-part3's self-send grids across max_demands_at_once, on thread_pool and
     /// work_stealing: one record per cell.
     SelfSendGrid(sobjectizer_grids::SelfSendGridArgs),
     /// Ping-pong through named mailboxes against direct ones, interleaved, with their ratio.
@@ -88,10 +88,11 @@ pub enum Command {
     #[command(visible_alias = "latency-pipeline")]
     #[command(mut_arg("dispatcher", |a| a.default_value("work-stealing")))]
     Latency(latency::LatencyArgs),
-    /// The seed's 1:N grids on every dispatcher of the seed: one record per cell.
+    /// sobjectizer-performance-part3's 1:N grids on every dispatcher it tries: one record per
+    /// cell.
     FanOutGrid(sobjectizer_grids::FanOutGridArgs),
     /// Skynet on the default dispatcher and on thread_pool of each size with either fifo
-    /// (the seed's table): one record per cell.
+    /// (sobjectizer-performance-part3's table): one record per cell.
     SkynetGrid(sobjectizer_grids::SkynetGridArgs),
     /// Client agents on one node, echo agents on another, over TCP on loopback (Akka.NET's
     /// RemotePingPong, akka-remote-flush-batching): throughput per client count and batching
@@ -105,7 +106,7 @@ pub enum Command {
     Report(report_cmd::ReportArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
-    /// Every scenario at the seeds' sizes.
+    /// Every scenario at the sizes of its source.
     Full,
     /// The same scenarios on cohort and on actix, kameo, ractor and CAF (peers/), interleaved
     /// in one run: per scenario each framework's median, min-max and ratio to cohort.

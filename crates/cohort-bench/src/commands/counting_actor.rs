@@ -10,7 +10,7 @@ use serde_json::json;
 /// `counting-actor` flags.
 #[derive(Args, Clone)]
 pub struct CountingActorArgs {
-    /// Messages the writer thread sends (the seed's full run: 50,000,000; 3,000,000 is the
+    /// Messages the writer thread sends (Theron's full run: 50,000,000; 3,000,000 is the
     /// size "typically used online").
     #[arg(long, default_value_t = 3_000_000)]
     pub count: u64,

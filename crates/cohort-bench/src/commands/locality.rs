@@ -47,7 +47,7 @@ pub struct LocalityArgs {
 /// machine hits them alike; each run begins with the next one), after one untimed run of
 /// each on the first cell; one record per (cell, assignment, metric). Cells over the memory
 /// budget are left out (said on stderr). With `work_stealing` and another assignment, also
-/// the comparison, measured run by run: per cell `ws_over_best` (work_stealing's rate
+/// the comparison of work_stealing with the others, measured run by run: per cell `ws_over_best` (work_stealing's rate
 /// over the better of the others' in the same run), and for the whole grid the cells where
 /// its median is at least [`WITHIN`] and each assignment's geometric mean.
 pub fn records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec<Record> {
@@ -76,9 +76,8 @@ pub fn records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec<Record> 
                     continue;
                 }
                 if !warmed {
-                    // A process's first runs are slower than the rest (an A/A grid,
-                    // work_stealing against itself, put its first cell at 0.86 in two passes):
-                    // one untimed run per assignment first.
+                    // A process's first runs are slower than the rest, which would put the
+                    // first cell's first assignment behind: one untimed run per assignment.
                     for &assignment in &a.assignment {
                         let _ = locality::run_once(cell(assignment));
                     }
@@ -269,7 +268,7 @@ impl GridSummary {
     }
 }
 
-/// The locality grid at the seed's size (`full`), or a cheap corner of it (`quick`: 24
+/// The locality grid at the article's size (`full`), or a cheap corner of it (`quick`: 24
 /// agents, 100 accesses, 64 B and 320 KB, 20,000 messages).
 pub fn locality_plan(quick: bool) -> LocalityArgs {
     let mut a = LocalityArgs {

@@ -16,7 +16,7 @@ pub struct ParallelThreadRingArgs {
     /// Tokens travelling at once (token k starts at agent k; at most --agents).
     #[arg(long, default_value_t = thread_ring::RING_SIZE)]
     pub tokens: u64,
-    /// Hops in all, split among the tokens as the seed does (its full run: 50,000,000).
+    /// Hops in all, split among the tokens as Theron does (its full run: 50,000,000).
     #[arg(long, default_value_t = 10_000_000)]
     pub hops: u64,
     #[command(flatten)]

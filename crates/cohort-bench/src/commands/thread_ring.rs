@@ -13,7 +13,7 @@ pub struct ThreadRingArgs {
     /// Agents in the ring.
     #[arg(long, default_value_t = thread_ring::RING_SIZE)]
     pub agents: u64,
-    /// Hops the token makes (the seed's full run: 50,000,000).
+    /// Hops the token makes (Theron's full run: 50,000,000).
     #[arg(long, default_value_t = 10_000_000)]
     pub hops: u64,
     #[command(flatten)]

@@ -178,7 +178,8 @@ fn chain_steps(requests: u64, messages: u64) -> Vec<Step> {
 }
 
 /// 1:N massive sends with idle workers, for each (workers, messages) on each dispatcher
-/// (thread_pool with individual fifo and max_demands_at_once 4: the seed's collapse case).
+/// (thread_pool with individual fifo and max_demands_at_once 4: the case where sobjectizer-performance-part3
+/// saw it collapse).
 fn fan_outs(sizes: &[(u32, u32)], dispatchers: &[Dispatcher]) -> Vec<Step> {
     let mut plan = Vec::new();
     for &(workers, messages) in sizes {
@@ -229,7 +230,8 @@ pub fn full() -> Vec<Step> {
     }));
     plan.extend(floods(50_000_000, 50_000_000));
     plan.extend(sobjectizer_grids::self_send_grid(1.0, 2, None));
-    // The seed's dispatchers come with the grids below; work_stealing is cohort's own.
+    // sobjectizer-performance-part3's dispatchers come with the grids below; work_stealing is
+    // cohort's own.
     plan.extend(fan_outs(
         &[(100, 100_000), (10_000, 1_000)],
         &[Dispatcher::WorkStealing],

@@ -1,6 +1,7 @@
-//! The seed's sweeps as suite steps: the 1:N grids across every dispatcher of
-//! sobjectizer-performance-part3 (`fan-out-grid`, and in `full`), and the skynet variants
-//! (default dispatcher, thread_pool of 1..8 threads with either fifo).
+//! The sweeps of sobjectizer-performance-part3 as suite steps: its 1:N grids across every
+//! dispatcher it tries (`fan-out-grid`, and in `full`), its self-send grids across
+//! max_demands_at_once (`self-send-grid`), and its skynet variants (default dispatcher,
+//! thread_pool of 1..8 threads with either fifo; `skynet-grid`).
 
 use crate::commands::fan_out::FanOutArgs;
 use crate::commands::self_send::SelfSendArgs;
@@ -16,7 +17,7 @@ use clap::Args;
 /// Flags of `fan-out-grid`.
 #[derive(Args, Clone)]
 pub struct FanOutGridArgs {
-    /// Only one of the seed's grids: 1 (100 idle workers x 100,000), 2 (10,000 idle x 1,000),
+    /// Only one of the article's grids: 1 (100 idle workers x 100,000), 2 (10,000 idle x 1,000),
     /// 3 (100 sleeping x 100), 4 (10,000 CPU-bound x 100).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=4))]
     pub only: Option<u8>,
@@ -49,7 +50,7 @@ pub struct SelfSendGridArgs {
     /// Worker threads of the pools.
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// Only one of the seed's grids: 1 (50 workers x 1M, start batch 1) or 2 (1,000 workers x
+    /// Only one of the article's grids: 1 (50 workers x 1M, start batch 1) or 2 (1,000 workers x
     /// 1M, start batch 100).
     #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub only: Option<u8>,
@@ -75,9 +76,9 @@ pub fn validate_scale(scale: f64) -> Result<(), String> {
     }
 }
 
-/// Every dispatcher of the seed's 1:N section: active_group, active_obj, and thread_pool of
+/// Every dispatcher of the article's 1:N section: active_group, active_obj, and thread_pool of
 /// 4 and 16 threads with cooperation and individual fifo and max_demands_at_once 1 and 4.
-pub fn seed_dispatchers() -> Vec<Placement> {
+pub fn article_dispatchers() -> Vec<Placement> {
     let mut out = vec![
         Placement::of(Dispatcher::ActiveGroup),
         Placement::of(Dispatcher::ActiveObj),
@@ -95,7 +96,7 @@ pub fn seed_dispatchers() -> Vec<Placement> {
     out
 }
 
-/// The seed's 1:N grids (or one of them) on every seed dispatcher, messages scaled.
+/// The article's 1:N grids (or one of them) on each of its dispatchers, messages scaled.
 pub fn fan_out_grid(only: Option<u8>, scale: f64, sleep_ms: u64) -> Vec<Step> {
     let mut plan = Vec::new();
     for (i, g) in GRIDS.into_iter().enumerate() {
@@ -103,7 +104,7 @@ pub fn fan_out_grid(only: Option<u8>, scale: f64, sleep_ms: u64) -> Vec<Step> {
             continue;
         }
         let messages = ((f64::from(g.messages) * scale).round() as u32).max(1);
-        for placement in seed_dispatchers() {
+        for placement in article_dispatchers() {
             plan.push(Step::FanOut(FanOutArgs {
                 workers: g.workers,
                 messages,
@@ -116,7 +117,7 @@ pub fn fan_out_grid(only: Option<u8>, scale: f64, sleep_ms: u64) -> Vec<Step> {
     plan
 }
 
-/// The pool placements of the seed's self-send grid: thread_pool (individual fifo) and
+/// The pool placements of the article's self-send grid: thread_pool (individual fifo) and
 /// work_stealing, `threads` each, across `max_demands`.
 pub fn pool_grid(threads: usize, max_demands: &[usize]) -> Vec<Placement> {
     let mut out = Vec::new();
@@ -131,7 +132,7 @@ pub fn pool_grid(threads: usize, max_demands: &[usize]) -> Vec<Placement> {
     out
 }
 
-/// The seed's two self-send grids (or one of them), message counts scaled by `scale`.
+/// The article's two self-send grids (or one of them), message counts scaled by `scale`.
 pub fn self_send_grid(scale: f64, threads: usize, only: Option<u8>) -> Vec<Step> {
     let mut plan = Vec::new();
     for (i, (workers, count, start_batch)) in self_send::GRIDS.into_iter().enumerate() {
@@ -150,7 +151,7 @@ pub fn self_send_grid(scale: f64, threads: usize, only: Option<u8>) -> Vec<Step>
     plan
 }
 
-/// The seed's skynet pool sizes.
+/// The article's skynet pool sizes.
 pub const SKYNET_POOL_SIZES: [usize; 5] = [1, 2, 3, 4, 8];
 
 /// Skynet on the default dispatcher and on thread_pool of each size with either fifo; every
@@ -180,8 +181,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_seed_grids_cover_every_dispatcher() {
-        assert_eq!(seed_dispatchers().len(), 10);
+    fn the_grids_cover_every_dispatcher_of_the_article() {
+        assert_eq!(article_dispatchers().len(), 10);
         assert_eq!(fan_out_grid(None, 1.0, 5).len(), 40);
         let one = fan_out_grid(Some(3), 1.0, 5);
         assert_eq!(one.len(), 10);
