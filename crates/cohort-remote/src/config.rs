@@ -24,7 +24,8 @@ pub enum Batching {
     },
     /// A write per message (what a flush per message does): for comparison.
     PerMessage,
-    /// Fixed thresholds, as the seed's Akka settings: write once `messages` are batched, or
+    /// Fixed thresholds, as in Akka.NET's remoting settings: write once `messages` are
+    /// batched, or
     /// `bytes`, or `delay` after the batch's first message, whichever comes first. For
     /// comparison: at low volume every message waits for the timer.
     Fixed {
@@ -46,7 +47,7 @@ impl Batching {
         }
     }
 
-    /// The seed's fixed thresholds: 20 messages, 128 KB, 40 ms.
+    /// Akka.NET's fixed thresholds: 20 messages, 128 KB, 40 ms.
     pub const fn fixed() -> Self {
         Self::Fixed {
             messages: defaults::FIXED_BATCH_MESSAGES,

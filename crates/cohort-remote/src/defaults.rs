@@ -19,7 +19,8 @@ pub const MAX_BATCH_MESSAGES: usize = 1024;
 /// growing once it holds that many bytes (the message that crosses the cap is still in it).
 pub const MAX_BATCH_BYTES: usize = 64 * 1024;
 
-/// The seed's fixed flush thresholds (akka-remote-flush-batching): a write once 20 messages
+/// The fixed flush thresholds of Akka.NET's remoting (akka-remote-flush-batching): a write
+/// once 20 messages
 /// are queued...
 pub const FIXED_BATCH_MESSAGES: usize = 20;
 /// ... or 128 KB are queued...
@@ -72,15 +73,10 @@ pub const IO_THREADS: usize = 1;
 /// A sender writes its message to the socket itself (on its own thread, no wake-up of the
 /// writer task) when the writer sleeps, nothing was written for this long (40 µs), and the
 /// last batch carried one message (sparse traffic; under load the writer keeps batching).
-/// The first message after a pause leaves at once; the ones right behind it (a burst) go
-/// to the writer, which batches them. The batch condition, measured 2026-11-23 on the
-/// 2-vCPU Intel Xeon VM (remote ping-pong, two processes, three interleaved runs each):
-/// 10 clients 2.82-2.93 M msg/s against 1.80-2.41 M without it, round trip p50 unchanged
-/// (45-46 µs). The first measurement of direct writes: Measured on the reference 2-vCPU VM, remote ping-pong,
-/// two processes, interleaved with the build without it: round trip p50 55-70 µs against
-/// 115-118 µs (a plain-socket floor of 60 µs), for 10-30 % less throughput at 10-30
-/// clients (3.3-5.2 M msg/s against 3.8-5.9 M). [`NodeConfig::direct_write`](crate::NodeConfig::direct_write) changes or
-/// disables it.
+/// The first message after a pause leaves at once, without the writer's wake-up that would
+/// make up most of a quiet round trip; the ones right behind it (a burst) go to the writer,
+/// which batches them, because a write per message would cost throughput under load.
+/// [`NodeConfig::direct_write`](crate::NodeConfig::direct_write) changes or disables it.
 pub const DIRECT_WRITE_AFTER: Duration = Duration::from_micros(40);
 
 /// The most type or mailbox declarations a peer may make on one connection: 65,536. More is

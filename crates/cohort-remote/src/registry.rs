@@ -31,8 +31,8 @@ pub trait Codec: 'static {
 }
 
 /// [postcard](https://docs.rs/postcard): varint integers, no field names, no padding; the
-/// default codec. Measured against bitcode (through serde) by the `codec` bench: smaller on
-/// small messages and 2-25x faster one message at a time (docs/BENCHMARKS.md).
+/// default codec: the `codec` bench finds it smaller and faster than bitcode (through serde)
+/// on small messages encoded one at a time, which is how a node sends them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Postcard;
 

@@ -26,7 +26,8 @@ use std::time::Duration;
 /// `compare`'s flags (with the global `--runs` as the number of rounds and `--json`/`--csv`).
 #[derive(clap::Args, Clone, Debug)]
 pub struct CompareArgs {
-    /// Reduced sizes: the whole comparison in a few minutes (default: the seeds' sizes).
+    /// Reduced sizes: the whole comparison in a few minutes (default: the sizes of the source
+    /// benchmarks).
     #[arg(long, conflicts_with = "tiny")]
     quick: bool,
     /// Tiny sizes: checks every port gives the right result (CI's smoke test; no figures).

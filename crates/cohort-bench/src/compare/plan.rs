@@ -40,7 +40,7 @@ const QUICK: Sizes = Sizes {
     self_send: (50, 100_000),
 };
 
-/// The default: the seeds' sizes named in issue 7.
+/// The default: the sizes of the source benchmarks.
 const FULL: Sizes = Sizes {
     ping_pong: 1_000_000,
     ping_pong_threads: 100_000,
@@ -69,7 +69,7 @@ fn args(parts: &[&str]) -> Vec<String> {
 /// Which sizes to compare at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Size {
-    /// The seeds' sizes.
+    /// The sizes of the source benchmarks.
     Full,
     /// Reduced sizes (`--quick`).
     Quick,
@@ -166,7 +166,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             title: "self-send bulk, 2 threads",
             // cohort's fastest setting for a bulk of self-sends (docs/BENCHMARKS.md,
             // self-send grids): work_stealing, up to 100 demands per turn. The suite's
-            // `self-send` default (thread_pool, max_demands_at_once 4) reproduces the seed.
+            // `self-send` default (thread_pool, max_demands_at_once 4) reproduces the article's setting.
             cohort: args(&[
                 "self-send",
                 "--dispatcher",

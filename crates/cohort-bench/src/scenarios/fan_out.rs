@@ -1,7 +1,7 @@
 //! 1:N massive send (sobjectizer-performance-part3.txt, "Performance of 1:N messaging"): a
 //! producer sends `messages` numbers to a named mailbox "input" to which `workers` agents are
 //! subscribed; each worker, once it has received them all, reports to the producer, which
-//! stops the environment when every worker has reported. Measured as the seed does: the
+//! stops the environment when every worker has reported. Measured as the article does: the
 //! send loop alone, and the whole experiment (creation and deregistration included). Workers
 //! are idle, sleep per message, or compute per message.
 
@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 pub enum Work {
     /// Nothing but counting.
     Idle,
-    /// Sleeps `--sleep-ms` (the seed's "waiting for external resources").
+    /// Sleeps `--sleep-ms` (the article's "waiting for external resources").
     Sleep,
-    /// A short computation (the seed calls `std::sph_neumann`; here a few hundred flops).
+    /// A short computation (the article calls `std::sph_neumann`; here a few hundred flops).
     Cpu,
 }
 
-/// One of the seed's 1:N parameter sets.
+/// One of the article's 1:N parameter sets.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Grid {
     pub workers: u32,
@@ -29,7 +29,7 @@ pub struct Grid {
     pub work: Work,
 }
 
-/// The seed's grids: idle workers 100 x 100,000 and 10,000 x 1,000; sleeping workers
+/// The article's grids: idle workers 100 x 100,000 and 10,000 x 1,000; sleeping workers
 /// 100 x 100; CPU-bound workers 10,000 x 100.
 pub const GRIDS: [Grid; 4] = [
     Grid {

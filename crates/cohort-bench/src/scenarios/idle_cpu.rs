@@ -10,7 +10,7 @@ use cohort::{Agent, Context, DefineError, Mbox};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
-/// The seed-less default window: 10 s, as the issue states the target.
+/// The default window: 10 s, the span over which the target is stated.
 pub const WINDOW_S: f64 = 10.0;
 
 /// Ball hops per pair in the burst before the window.

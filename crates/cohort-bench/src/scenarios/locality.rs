@@ -1,13 +1,13 @@
 //! Executor cache locality (executors-cache-locality.txt): many agents, few workers; each
 //! message makes its agent read and write its private state at random places. A plain thread
-//! sends `messages` messages round robin over the agents (as the seed's main thread submits
+//! sends `messages` messages round robin over the agents (as the article's main thread submits
 //! them); an agent handles them one at a time. Three assignments of agents to 2 workers:
 //! `thread_pool` (individual fifo: a queue goes to whichever worker is free), `work_stealing`
 //! (soft affinity: a queue stays on its worker while it has work, stolen only by an idle one)
 //! and `dedicated` (a fixed thread per agent: `active_group` with one group per worker, agent
-//! `i` in group `i % workers`). The seed's grid: 24, 240 and 8,000 agents; 20 and 100 memory
+//! `i` in group `i % workers`). The article's grid: 24, 240 and 8,000 agents; 20 and 100 memory
 //! accesses per message; state of 64 B to 3.2 MB. Reported: `elapsed_ms` (first send to last
-//! message handled, the seed's figure) and `messages_per_s`.
+//! message handled, the article's measure) and `messages_per_s`.
 //!
 //! Each agent's state is written in full when the agent is created, so page faults happen
 //! before the clock starts.
@@ -19,15 +19,14 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The seed's agent counts (its worker counts were 6 and 8; here 2).
+/// The article's agent counts (it ran 6 and 8 workers; here 2).
 pub const AGENTS: [usize; 3] = [24, 240, 8_000];
-/// The seed's memory accesses per message.
+/// The article's memory accesses per message.
 pub const ACCESSES: [usize; 2] = [20, 100];
-/// The seed's state sizes, bytes.
+/// The article's state sizes, bytes.
 pub const STATE_BYTES: [usize; 7] = [64, 256, 2_000, 4_000, 32_000, 320_000, 3_200_000];
-/// Messages per cell by default ("several million" in the seed; fewer here: 2 vCPUs). At
-/// 200,000 a cell took 20-50 ms and moved by 10-20 % from run to run; at 1,000,000 it takes
-/// 0.1-1 s (the whole grid, three assignments, three runs: about 2 minutes on 2 vCPUs).
+/// Messages per cell by default: fewer than the article's "several million", so the whole
+/// grid fits in minutes on a small machine, yet enough for a cell to be timed steadily.
 pub const MESSAGES: usize = 1_000_000;
 /// Cells whose agents' states add up to more than this are skipped (8,000 x 3.2 MB would be
 /// 25.6 GB).

@@ -1,6 +1,6 @@
 //! ParallelThreadRing (theron-performance.txt, ParallelThreadRing): the ThreadRing's ring of
 //! 503 agents with 503 tokens travelling at once, token `k` starting at agent `k`. The total
-//! hop count is split among the tokens as the seed does: every token but the last makes
+//! hop count is split among the tokens as Theron does: every token but the last makes
 //! ceil(hops / tokens) hops, the last the rest (50,000,000 over 503: 502 x 99,404 + 99,192;
 //! where that leaves the last token nothing, the most even split).
 //! Measures the cost of many agents sending at the same time (contention on queues, the
@@ -11,7 +11,7 @@ use super::Dispatcher;
 use super::Placement;
 use super::thread_ring::{self, Outcome};
 
-/// The seed's hop split: `tokens - 1` tokens of ceil(hops / tokens) hops, the last the rest.
+/// Theron's hop split: `tokens - 1` tokens of ceil(hops / tokens) hops, the last the rest.
 /// When that leaves the last token nothing (e.g. 20,000 hops over 503 tokens: 502 x 40 >
 /// 20,000), the most even split instead: hops % tokens tokens of one hop more than the rest.
 pub fn split(hops: u64, tokens: u64) -> Result<Vec<u64>, String> {
@@ -63,7 +63,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_seeds_split() {
+    fn theron_split() {
         let s = split(50_000_000, 503).unwrap();
         assert_eq!(s.len(), 503);
         assert!(s[..502].iter().all(|&h| h == 99_404));

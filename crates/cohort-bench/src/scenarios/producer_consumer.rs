@@ -1,5 +1,5 @@
-//! ProducerConsumer (theron-performance.txt, ProducerConsumer): producer agents (two in the
-//! seed, each sending half of the 50,000,000 messages) send integer messages concurrently to
+//! ProducerConsumer (theron-performance.txt, ProducerConsumer): producer agents (two in
+//! Theron's, each sending half of the 50,000,000 messages) send integer messages concurrently to
 //! one consumer agent, which counts them, checks their total once all have arrived and stops
 //! the environment. Like CountingActor the writers can flood the reader's unbounded queue;
 //! unlike it the writers are agents, so they compete with the consumer for the dispatcher's
@@ -17,7 +17,7 @@ use cohort::{Agent, Context, DefineError, Mbox};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The seed's number of producers.
+/// Theron's number of producers.
 pub const PRODUCERS: u64 = 2;
 /// Messages a producer sends per event.
 pub const BURST: u64 = 1_000;

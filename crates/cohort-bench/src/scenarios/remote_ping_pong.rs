@@ -2,7 +2,7 @@
 //! agents on one node, an echo agent per client on another, over TCP on loopback. Each client
 //! keeps `in_flight` pings outstanding and sends the next one when a pong comes back, until
 //! it has sent its share; throughput counts both directions (a client's `messages` are its
-//! pings plus its pongs, the seed's "Messages sent/received per client").
+//! pings plus its pongs, RemotePingPong's "Messages sent/received per client").
 //!
 //! The two nodes run in one process (two environments) or in two: the bench's own binary,
 //! started as `cohort-bench remote-ping-pong-server`, holds the echo side.
@@ -65,7 +65,7 @@ pub enum Policy {
     Adaptive,
     /// A write per message.
     PerMessage,
-    /// The seed's fixed thresholds: 20 messages, 128 KB, 40 ms.
+    /// Akka.NET's fixed thresholds: 20 messages, 128 KB, 40 ms.
     Fixed,
     /// Adaptive batching over TLS (rustls, TLS 1.3, a self-signed certificate both nodes
     /// trust): what encryption costs.

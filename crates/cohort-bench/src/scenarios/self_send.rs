@@ -7,7 +7,7 @@
 //! many demands a worker thread runs from one queue before moving on) amortises it.
 //!
 //! Workers are bound to the placement's dispatcher, the master to the default dispatcher;
-//! `elapsed_s` is the wall time of the whole run, as the seed measures it (environment start
+//! `elapsed_s` is the wall time of the whole run, as the article measures it (environment start
 //! to environment joined).
 //!
 //! Here a worker sends exactly `message_count` signals in all (the start batch included) and
@@ -20,15 +20,15 @@ use cohort::{Agent, Context, DefineError, Mbox};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The seed's defaults.
+/// The article's defaults.
 pub const WORKERS: u64 = 50;
 pub const MESSAGE_COUNT: u64 = 1_000_000;
 pub const START_BATCH: u64 = 1;
 
-/// The max_demands_at_once values of the seed's grid.
+/// The max_demands_at_once values of the article's grid.
 pub const GRID_MAX_DEMANDS: [usize; 5] = [1, 4, 100, 1_000, 10_000];
 
-/// One cell family of the seed's grid: (workers, message count, start batch).
+/// One cell family of the article's grid: (workers, message count, start batch).
 pub const GRIDS: [(u64, u64, u64); 2] = [(50, 1_000_000, 1), (1_000, 1_000_000, 100)];
 
 /// What one run measured.
@@ -160,7 +160,7 @@ pub fn validate(workers: u64, message_count: u64, start_batch: u64) -> Result<()
     Ok(())
 }
 
-/// A self-send placement's fifo: individual unless one was given (the seed's choice).
+/// A self-send placement's fifo: individual unless one was given (the article's choice).
 pub fn placement_of(placement: Placement) -> Placement {
     if placement.fifo.is_none() {
         placement.fifo(super::FifoArg::Individual)

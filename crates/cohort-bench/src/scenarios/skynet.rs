@@ -18,7 +18,7 @@ pub struct Outcome {
 }
 
 /// Where a node's children are bound: the default dispatcher (zero-sized, so the agent stays
-/// small for the million-agent run), or an explicit binder passed down the tree, as the seed's
+/// small for the million-agent run), or an explicit binder passed down the tree, as the article's
 /// thread-pool variant passes its dispatcher.
 trait ChildBinding: Clone + Send + 'static {
     fn apply(&self, coop: &mut cohort::Coop);

@@ -2,7 +2,7 @@
 //! successor's mailbox; one token (a `u64` countdown) goes round the ring, each agent
 //! forwarding it with one less, until it has made `hops` hops. The last hop stops the
 //! environment. Measures raw 1:1 message throughput with short queues (one message in flight):
-//! hops / s. The seed's run: 50,000,000 hops, 5 s on Theron 3.03 (10 M hops/s).
+//! hops / s. Theron's run: 50,000,000 hops.
 //!
 //! The ring itself ([`run_ring`]) takes any number of tokens; ParallelThreadRing
 //! ([`super::parallel_thread_ring`]) uses it with 503.
@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-/// The seed's ring size.
+/// Theron's ring size.
 pub const RING_SIZE: u64 = 503;
 
 /// What one run measured.

@@ -23,7 +23,7 @@ use schedule::{HeadPicker, Schedule};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// The seed's benchmark type.
+/// The CAF benchmark's benchmark type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
     /// The next message leaves when the previous one has arrived.
@@ -32,7 +32,7 @@ pub enum Mode {
     Parallel,
 }
 
-/// The seed's tracking type.
+/// The CAF benchmark's tracking type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Tracking {
     /// Head-to-tail latency only.
@@ -110,7 +110,7 @@ impl Config {
     }
 }
 
-/// What one run measured, in the seed's terms.
+/// What one run measured, in the CAF benchmark's terms.
 pub struct Outcome {
     /// Head-to-tail latencies (ns).
     pub latency: Histogram<u64>,
@@ -121,7 +121,7 @@ pub struct Outcome {
     /// Parallel: the rate at which the collector received (messages / s); serial: messages
     /// the executor received per second.
     pub receiver_rate: f64,
-    /// Serial: run time / (messages x stages), the seed's gross latency.
+    /// Serial: run time / (messages x stages), the CAF benchmark's gross latency.
     pub gross_latency: Duration,
     /// Per-hop latency by class (tracking xtimes).
     pub cross: Option<CrossTimes>,
@@ -269,7 +269,7 @@ pub fn run_once(cfg: &Config) -> Result<Outcome, String> {
     summarise(cfg, d, usage)
 }
 
-/// Checks what the collector gathered and turns it into the seed's figures.
+/// Checks what the collector gathered and turns it into the CAF benchmark's figures.
 fn summarise(cfg: &Config, d: Collected, usage: Usage) -> Result<Outcome, String> {
     if d.damaged > 0 {
         return Err(format!(
@@ -322,10 +322,10 @@ fn summarise(cfg: &Config, d: Collected, usage: Usage) -> Result<Outcome, String
     })
 }
 
-/// The seed's parameters: 12 stages, one chain, 1,000 messages / s to the heads in
+/// The CAF benchmark's parameters: 12 stages, one chain, 1,000 messages / s to the heads in
 /// round-robin for 100 s, no payload (its example run); a complex payload has a 16-character
 /// string and a 500-byte vector (its configuration file).
-pub const SEED: Config = Config {
+pub const CAF_RUN: Config = Config {
     mode: Mode::Parallel,
     actors: 12,
     chains: 1,
@@ -360,7 +360,7 @@ mod tests {
             actors: 4,
             duration: Duration::from_millis(100),
             rate: 2000.0,
-            ..SEED
+            ..CAF_RUN
         }
     }
 
@@ -414,27 +414,45 @@ mod tests {
     #[test]
     fn impossible_parameters_are_refused() {
         for (cfg, flag) in [
-            (Config { actors: 0, ..SEED }, "--actors"),
-            (Config { chains: 0, ..SEED }, "--chains"),
-            (Config { rate: 0.0, ..SEED }, "--rate"),
+            (
+                Config {
+                    actors: 0,
+                    ..CAF_RUN
+                },
+                "--actors",
+            ),
+            (
+                Config {
+                    chains: 0,
+                    ..CAF_RUN
+                },
+                "--chains",
+            ),
+            (
+                Config {
+                    rate: 0.0,
+                    ..CAF_RUN
+                },
+                "--rate",
+            ),
             (
                 Config {
                     detach: Some(12),
-                    ..SEED
+                    ..CAF_RUN
                 },
                 "--detach",
             ),
             (
                 Config {
                     vector_size: usize::MAX,
-                    ..SEED
+                    ..CAF_RUN
                 },
                 "--vector-size",
             ),
             (
                 Config {
                     duration: Duration::ZERO,
-                    ..SEED
+                    ..CAF_RUN
                 },
                 "--duration",
             ),

@@ -11,7 +11,7 @@ pub enum PayloadKind {
     Complex,
 }
 
-/// The fixed-size part of a complex payload (the seed's "C struct with some fixed data").
+/// The fixed-size part of a complex payload (the CAF benchmark's "C struct with some fixed data").
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
     pub sequence: u64,

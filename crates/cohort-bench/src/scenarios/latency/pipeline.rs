@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Cross-time classes (the seed's XTIMES columns).
+/// Cross-time classes (the CAF benchmark's XTIMES columns).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CrossTimes {
     /// (nanoseconds, hops) from a detached stage to a pooled one.
@@ -131,7 +131,7 @@ pub struct Stage {
     pub shape: MessageShape,
 }
 
-/// Busy work for `d` (the seed's actor computing time).
+/// Busy work for `d` (the CAF benchmark's actor computing time).
 fn compute(d: Duration) {
     if d.is_zero() {
         return;

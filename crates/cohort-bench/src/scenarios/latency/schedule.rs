@@ -7,9 +7,9 @@ use std::time::Duration;
 /// How the generator picks the chain head of each message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SendingOrder {
-    /// A pseudo-random head per message (the seed's 0).
+    /// A pseudo-random head per message (the CAF benchmark's 0).
     Random,
-    /// Heads in turn (the seed's 1, its default).
+    /// Heads in turn (the CAF benchmark's 1, its default).
     RoundRobin,
 }
 

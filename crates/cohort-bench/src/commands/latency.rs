@@ -1,11 +1,12 @@
-//! The `latency` subcommand: the CAF-style latency pipeline's flags (the seed's parameters as
-//! defaults), its records, and its result file with the seed's columns.
+//! The `latency` subcommand: the CAF-style latency pipeline's flags (the CAF benchmark's parameters as
+//! defaults), its records, and its result file with the CAF benchmark's columns.
 
+use super::push_sample;
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::scenarios::Placement;
 use crate::scenarios::latency::{
-    self, Config, Mode, Outcome, PayloadKind, SEED, SendingOrder, Tracking,
+    self, CAF_RUN, Config, Mode, Outcome, PayloadKind, SendingOrder, Tracking,
 };
 use clap::Args;
 use serde_json::{Map, Value, json};
@@ -17,39 +18,39 @@ use std::time::Duration;
 #[derive(Args, Clone)]
 pub struct LatencyArgs {
     /// Serial (next message when the previous arrived) or parallel (messages at --rate).
-    #[arg(long, value_enum, default_value_t = SEED.mode)]
+    #[arg(long, value_enum, default_value_t = CAF_RUN.mode)]
     pub mode: Mode,
-    /// Agents per chain (the seed's pipeline_actors).
-    #[arg(long, short = 'N', default_value_t = SEED.actors)]
+    /// Agents per chain (the CAF benchmark's pipeline_actors).
+    #[arg(long, short = 'N', default_value_t = CAF_RUN.actors)]
     pub actors: usize,
     /// Chains (the generator or, in serial mode, the executor visits their heads).
-    #[arg(long, default_value_t = SEED.chains)]
+    #[arg(long, default_value_t = CAF_RUN.chains)]
     pub chains: usize,
     /// Messages per second the generator sends (parallel mode).
-    #[arg(long, short = 'r', default_value_t = SEED.rate)]
+    #[arg(long, short = 'r', default_value_t = CAF_RUN.rate)]
     pub rate: f64,
     /// How the generator picks a chain head.
-    #[arg(long = "sending-order", value_enum, default_value_t = SEED.order)]
+    #[arg(long = "sending-order", value_enum, default_value_t = CAF_RUN.order)]
     pub order: SendingOrder,
     /// Messages per burst: above 1, the generator sends square-wave bursts (same mean rate).
-    #[arg(long = "batch-size", default_value_t = SEED.batch)]
+    #[arg(long = "batch-size", default_value_t = CAF_RUN.batch)]
     pub batch: u64,
     /// Seconds the run lasts.
-    #[arg(long, short = 'd', default_value_t = SEED.duration.as_secs_f64())]
+    #[arg(long, short = 'd', default_value_t = CAF_RUN.duration.as_secs_f64())]
     pub duration: f64,
     /// Payload of the messages.
-    #[arg(long, short = 'P', value_enum, default_value_t = SEED.payload)]
+    #[arg(long, short = 'P', value_enum, default_value_t = CAF_RUN.payload)]
     pub payload: PayloadKind,
     /// Characters of a complex payload's string.
-    #[arg(long = "string-length", default_value_t = SEED.string_length)]
+    #[arg(long = "string-length", default_value_t = CAF_RUN.string_length)]
     pub string_length: usize,
     /// Bytes of a complex payload's vector.
-    #[arg(long = "vector-size", default_value_t = SEED.vector_size)]
+    #[arg(long = "vector-size", default_value_t = CAF_RUN.vector_size)]
     pub vector_size: usize,
-    /// Copy the message at every stage instead of moving it (the seed's copy_msg).
+    /// Copy the message at every stage instead of moving it (the CAF benchmark's copy_msg).
     #[arg(long)]
     pub copy: bool,
-    /// Busy work per stage and message, in nanoseconds (the seed's actor_computing_time).
+    /// Busy work per stage and message, in nanoseconds (the CAF benchmark's actor_computing_time).
     #[arg(long = "computing-ns", default_value_t = 0)]
     pub computing_ns: u64,
     /// Index (0..N-1) of the stage of each chain that runs on a thread of its own.
@@ -59,9 +60,9 @@ pub struct LatencyArgs {
     #[arg(long = "forth-and-back")]
     pub forth_and_back: bool,
     /// Head-to-tail latency, or also per-hop cross times.
-    #[arg(long, short = 'K', value_enum, default_value_t = SEED.tracking)]
+    #[arg(long, short = 'K', value_enum, default_value_t = CAF_RUN.tracking)]
     pub tracking: Tracking,
-    /// Appends one line per run to this file, semicolon-separated, with the seed's columns.
+    /// Appends one line per run to this file, semicolon-separated, with the CAF benchmark's columns.
     #[arg(long)]
     pub output: Option<PathBuf>,
     #[command(flatten)]
@@ -97,26 +98,26 @@ impl LatencyArgs {
         })
     }
 
-    /// The seed's run with other sizes, for the suites.
-    pub fn seed(mode: Mode, duration: f64) -> Self {
+    /// The CAF benchmark's run with other sizes, for the suites.
+    pub fn caf_run(mode: Mode, duration: f64) -> Self {
         Self {
             mode,
-            actors: SEED.actors,
-            chains: SEED.chains,
-            rate: SEED.rate,
-            order: SEED.order,
-            batch: SEED.batch,
+            actors: CAF_RUN.actors,
+            chains: CAF_RUN.chains,
+            rate: CAF_RUN.rate,
+            order: CAF_RUN.order,
+            batch: CAF_RUN.batch,
             duration,
-            payload: SEED.payload,
-            string_length: SEED.string_length,
-            vector_size: SEED.vector_size,
+            payload: CAF_RUN.payload,
+            string_length: CAF_RUN.string_length,
+            vector_size: CAF_RUN.vector_size,
             copy: false,
             computing_ns: 0,
             detach: None,
             forth_and_back: false,
-            tracking: SEED.tracking,
+            tracking: CAF_RUN.tracking,
             output: None,
-            placement: SEED.placement,
+            placement: CAF_RUN.placement,
         }
     }
 
@@ -187,8 +188,8 @@ impl LatencyArgs {
     }
 }
 
-/// The seed's columns (semicolon-separated) for `mode`, with the cross-time ones if tracked.
-pub fn seed_header(mode: Mode, tracking: Tracking) -> String {
+/// The CAF benchmark's columns (semicolon-separated) for `mode`, with the cross-time ones if tracked.
+pub fn caf_header(mode: Mode, tracking: Tracking) -> String {
     let mut h = match mode {
         Mode::Serial => "number of actors;net latency (us);gross latency (us);\
                          message rate (msg/sec);cpu usage ave;ram usage ave (MB)"
@@ -209,8 +210,8 @@ fn error_pct(requested: f64, got: f64) -> f64 {
     (got - requested).abs() / requested * 100.0
 }
 
-/// One line of the seed's file for a run.
-pub fn seed_line(a: &LatencyArgs, o: &Outcome) -> String {
+/// One line of the CAF benchmark's file for a run.
+pub fn caf_line(a: &LatencyArgs, o: &Outcome) -> String {
     let us = |ns: f64| ns / 1e3;
     let mb = o.usage.ram_bytes / 1e6;
     let stages = a.actors as f64;
@@ -282,12 +283,9 @@ pub fn records(a: &LatencyArgs, runs: usize, machine: &Machine) -> Vec<Record> {
             Ok(o) => o,
             Err(e) => return vec![Record::failed(scenario, &variant, &p, e, machine)],
         };
-        lines.push(seed_line(a, &o));
+        lines.push(caf_line(a, &o));
         for (metric, v) in samples(a, &o) {
-            match metrics.iter_mut().find(|(m, _)| *m == metric) {
-                Some((_, vs)) => vs.push(v),
-                None => metrics.push((metric, vec![v])),
-            }
+            push_sample(&mut metrics, metric, v);
         }
     }
     let mut out: Vec<Record> = metrics
@@ -296,7 +294,7 @@ pub fn records(a: &LatencyArgs, runs: usize, machine: &Machine) -> Vec<Record> {
         .map(|(metric, vs)| Record::from_samples(scenario, &variant, &p, metric, vs, machine))
         .collect();
     if let Some(path) = &a.output
-        && let Err(e) = append(path, &seed_header(a.mode, a.tracking), &lines)
+        && let Err(e) = append(path, &caf_header(a.mode, a.tracking), &lines)
     {
         out.push(Record::failed(scenario, &variant, &p, e, machine));
     }
@@ -338,27 +336,27 @@ fn samples(a: &LatencyArgs, o: &Outcome) -> Vec<(&'static str, f64)> {
     v
 }
 
-/// `quick`: the seed's parallel run for 1 s and its serial run for 0.5 s.
+/// `quick`: the CAF benchmark's parallel run for 1 s and its serial run for 0.5 s.
 pub fn quick_runs() -> Vec<LatencyArgs> {
     vec![
-        LatencyArgs::seed(Mode::Parallel, 1.0),
-        LatencyArgs::seed(Mode::Serial, 0.5),
+        LatencyArgs::caf_run(Mode::Parallel, 1.0),
+        LatencyArgs::caf_run(Mode::Serial, 0.5),
     ]
 }
 
-/// `full`: the seed's example run (parallel, 12 stages, 1,000 / s, 100 s), the same chain in
+/// `full`: the CAF benchmark's example run (parallel, 12 stages, 1,000 / s, 100 s), the same chain in
 /// serial mode for 20 s, and the run of its configuration file (parallel, 10 stages,
 /// 10,000 / s, complex payload, stage 6 detached, cross times, 20 s).
 pub fn full_runs() -> Vec<LatencyArgs> {
-    let mut ini = LatencyArgs::seed(Mode::Parallel, 20.0);
+    let mut ini = LatencyArgs::caf_run(Mode::Parallel, 20.0);
     ini.actors = 10;
     ini.rate = 1e4;
     ini.payload = PayloadKind::Complex;
     ini.tracking = Tracking::Xtimes;
     ini.detach = Some(6);
     vec![
-        LatencyArgs::seed(Mode::Parallel, SEED.duration.as_secs_f64()),
-        LatencyArgs::seed(Mode::Serial, 20.0),
+        LatencyArgs::caf_run(Mode::Parallel, CAF_RUN.duration.as_secs_f64()),
+        LatencyArgs::caf_run(Mode::Serial, 20.0),
         ini,
     ]
 }
@@ -368,26 +366,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_columns() {
+    fn caf_columns() {
         assert_eq!(
-            seed_header(Mode::Parallel, Tracking::Latency)
+            caf_header(Mode::Parallel, Tracking::Latency)
                 .split(';')
                 .count(),
             9
         );
         assert_eq!(
-            seed_header(Mode::Serial, Tracking::Latency)
+            caf_header(Mode::Serial, Tracking::Latency)
                 .split(';')
                 .count(),
             6
         );
-        assert!(seed_header(Mode::Parallel, Tracking::Xtimes).ends_with("not_detached"));
+        assert!(caf_header(Mode::Parallel, Tracking::Xtimes).ends_with("not_detached"));
     }
 
     #[test]
-    fn a_short_run_writes_the_seed_file() {
+    fn a_short_run_writes_the_caf_file() {
         let dir = std::env::temp_dir().join(format!("cohort-latency-{}", std::process::id()));
-        let mut a = LatencyArgs::seed(Mode::Parallel, 0.05);
+        let mut a = LatencyArgs::caf_run(Mode::Parallel, 0.05);
         a.tracking = Tracking::Xtimes;
         a.detach = Some(3);
         a.output = Some(dir.clone());

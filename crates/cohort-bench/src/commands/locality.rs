@@ -1,37 +1,16 @@
-//! The dispatcher issue's own subcommands (`idle-cpu`, `locality`): their flags and records.
+//! The `locality` subcommand: its flags, the grid's records, and its comparison of
+//! work_stealing with the better of the other assignments.
 
-use super::{Machine, Record, params, sampled};
-use crate::scenarios::{idle_cpu, locality};
+use super::params;
+use crate::machine::Machine;
+use crate::report::Record;
+use crate::scenarios::locality;
 use clap::Args;
 use serde_json::json;
 use std::time::Duration;
 
 /// `work_stealing`'s default `home_queue_wait`, in microseconds (the locality grid's knob).
 const HOME_QUEUE_WAIT_US: u64 = cohort::defaults::HOME_QUEUE_WAIT.as_micros() as u64;
-
-/// `idle-cpu` flags.
-#[derive(Args, Clone)]
-pub struct IdleCpuArgs {
-    /// The measured idle window, in seconds.
-    #[arg(long, default_value_t = idle_cpu::WINDOW_S)]
-    pub seconds: f64,
-}
-
-/// Runs `idle-cpu` `runs` times: CPU used by an idle environment with every dispatcher.
-pub fn idle_cpu_records(a: &IdleCpuArgs, runs: usize, machine: &Machine) -> Vec<Record> {
-    let variant = format!("every dispatcher started, idle {} s", a.seconds);
-    let p = params(json!({ "seconds": a.seconds }));
-    sampled("idle-cpu", &variant, &p, runs, machine, || {
-        let o = idle_cpu::run_once(a.seconds)?;
-        Ok(vec![
-            (
-                "cpu_percent_of_one_core",
-                100.0 * o.cpu_s / o.window.as_secs_f64(),
-            ),
-            ("cpu_s", o.cpu_s),
-        ])
-    })
-}
 
 /// `locality` flags (each list flag takes comma-separated values).
 #[derive(Args, Clone)]
@@ -68,10 +47,10 @@ pub struct LocalityArgs {
 /// machine hits them alike; each run begins with the next one), after one untimed run of
 /// each on the first cell; one record per (cell, assignment, metric). Cells over the memory
 /// budget are left out (said on stderr). With `work_stealing` and another assignment, also
-/// the comparison, measured run by run: per cell `ws_over_best` (work_stealing's rate
+/// the comparison of work_stealing with the others, measured run by run: per cell `ws_over_best` (work_stealing's rate
 /// over the better of the others' in the same run), and for the whole grid the cells where
 /// its median is at least [`WITHIN`] and each assignment's geometric mean.
-pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+pub fn records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let mut out = Vec::new();
     let mut grid = GridSummary::default();
     let mut warmed = false;
@@ -97,9 +76,8 @@ pub fn locality_records(a: &LocalityArgs, runs: usize, machine: &Machine) -> Vec
                     continue;
                 }
                 if !warmed {
-                    // A process's first runs are slower than the rest (an A/A grid,
-                    // work_stealing against itself, put its first cell at 0.86 in two passes):
-                    // one untimed run per assignment first.
+                    // A process's first runs are slower than the rest, which would put the
+                    // first cell's first assignment behind: one untimed run per assignment.
                     for &assignment in &a.assignment {
                         let _ = locality::run_once(cell(assignment));
                     }
@@ -290,7 +268,7 @@ impl GridSummary {
     }
 }
 
-/// The locality grid at the seed's size (`full`), or a cheap corner of it (`quick`: 24
+/// The locality grid at the article's size (`full`), or a cheap corner of it (`quick`: 24
 /// agents, 100 accesses, 64 B and 320 KB, 20,000 messages).
 pub fn locality_plan(quick: bool) -> LocalityArgs {
     let mut a = LocalityArgs {

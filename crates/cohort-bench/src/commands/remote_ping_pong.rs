@@ -1,7 +1,9 @@
-//! The remoting issue's subcommands: `remote-ping-pong` (its flags and records) and the
+//! The remote subcommands: `remote-ping-pong` (its flags and records) and the
 //! hidden `remote-ping-pong-server` (the echo side as a child process).
 
-use super::{Machine, Record, params, sampled};
+use super::{params, sampled};
+use crate::machine::Machine;
+use crate::report::Record;
 use crate::scenarios::remote_ping_pong::{self as rpp, Pair, Policy, Processes};
 use clap::Args;
 use serde_json::json;
@@ -16,7 +18,7 @@ pub struct RemotePingPongArgs {
     /// Client counts, one round each (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = vec![1usize, 5, 10, 15, 20, 25, 30])]
     pub clients: Vec<usize>,
-    /// Messages per client, pings and pongs together (the seed's 200,000).
+    /// Messages per client, pings and pongs together (RemotePingPong's 200,000).
     #[arg(long, default_value_t = 200_000)]
     pub messages: u64,
     /// Pings each client keeps outstanding.
@@ -54,7 +56,7 @@ pub fn quick_args() -> RemotePingPongArgs {
     }
 }
 
-/// The seed's run: every client count, the three policies, two processes then one.
+/// RemotePingPong's run: every client count, the three policies, two processes then one.
 pub fn full_args() -> RemotePingPongArgs {
     RemotePingPongArgs {
         clients: vec![1, 5, 10, 15, 20, 25, 30],

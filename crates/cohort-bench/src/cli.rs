@@ -1,0 +1,127 @@
+//! The command line: the subcommands, and the flags every subcommand takes (`--runs` and
+//! the output format). Each scenario's own flags live with its records in `commands/`.
+
+use crate::commands::{
+    chains, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring, ping_pong,
+    producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring, timers,
+};
+use crate::plans::sobjectizer_grids;
+use crate::report::Format;
+use crate::{compare, report_cmd};
+use clap::{Args, Parser, Subcommand};
+
+/// The command line: a subcommand and the output flags every subcommand takes.
+#[derive(Parser)]
+#[command(
+    name = "cohort-bench",
+    version,
+    about = "The classic actor benchmarks, on cohort"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Flags of every subcommand.
+#[derive(Args, Clone)]
+pub struct Common {
+    /// How many times each measurement repeats (the median and min-max are reported).
+    #[arg(long, global = true)]
+    pub runs: Option<usize>,
+    /// Output format.
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Shorthand for --format json.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Shorthand for --format csv.
+    #[arg(long, global = true)]
+    pub csv: bool,
+}
+
+/// The subcommands: one per scenario, the grids, the suites, `report` and `compare`.
+#[derive(Subcommand)]
+pub enum Command {
+    /// Two agents exchange signals (sobjectizer-performance-part3, theron PingPong).
+    PingPong(ping_pong::PingPongArgs),
+    /// One million agents created in a tree, summing their ordinals (sobjectizer-performance-part3).
+    Skynet(skynet::SkynetArgs),
+    /// One token passed round a ring of 503 agents (theron ThreadRing).
+    ThreadRing(thread_ring::ThreadRingArgs),
+    /// 503 tokens passed round a ring of 503 agents at once (theron ParallelThreadRing).
+    ParallelThreadRing(parallel_thread_ring::ParallelThreadRingArgs),
+    /// A plain thread floods one counting agent with messages (theron CountingActor).
+    CountingActor(counting_actor::CountingActorArgs),
+    /// Producer agents flood one consumer agent (theron ProducerConsumer).
+    ProducerConsumer(producer_consumer::ProducerConsumerArgs),
+    /// One producer, N workers on a named mailbox (sobjectizer-performance-part3 1:N).
+    #[command(mut_arg("dispatcher", |a| a.default_value("active-group")))]
+    FanOut(fan_out::FanOutArgs),
+    /// Workers sending signals to themselves: the bulk effect of max_demands_at_once
+    /// (sobjectizer-performance-part3).
+    #[command(mut_arg("dispatcher", |a| a.default_value("thread-pool")))]
+    #[command(mut_arg("fifo", |a| a.help("Fifo of a pool dispatcher (default: individual)")))]
+    SelfSend(self_send::SelfSendArgs),
+    /// sobjectizer-performance-part3's self-send grids across max_demands_at_once, on thread_pool and
+    /// work_stealing: one record per cell.
+    SelfSendGrid(sobjectizer_grids::SelfSendGridArgs),
+    /// Ping-pong through named mailboxes against direct ones, interleaved, with their ratio.
+    NamedPingPong(ping_pong::NamedPingPongArgs),
+    /// A handled message with a state switch against one without (issue 4: within 2x).
+    StateSwitch(state_switch::StateSwitchArgs),
+    /// Many delayed sends scheduled and fired (time, memory per timer), and the CPU cost of
+    /// one 1 ms periodic timer (SObjectizer issue #97).
+    Timers(timers::TimersArgs),
+    /// Request/reply round trips from a plain thread to an agent (latency percentiles).
+    RequestReply(chains::RequestReplyArgs),
+    /// Integers thread -> agent -> message chain -> thread.
+    ChainThroughput(chains::ChainThroughputArgs),
+    /// CPU used by an idle environment with every dispatcher started (target < 1 %).
+    IdleCpu(idle_cpu::IdleCpuArgs),
+    /// Agents with private state on 2 workers: thread_pool vs work_stealing vs a dedicated
+    /// thread per agent (executors-cache-locality).
+    Locality(locality::LocalityArgs),
+    /// Chains of agents, serial or at a given rate: latency, cross times, CPU and memory
+    /// (caf-latency-benchmarks).
+    #[command(visible_alias = "latency-pipeline")]
+    #[command(mut_arg("dispatcher", |a| a.default_value("work-stealing")))]
+    Latency(latency::LatencyArgs),
+    /// sobjectizer-performance-part3's 1:N grids on every dispatcher it tries: one record per
+    /// cell.
+    FanOutGrid(sobjectizer_grids::FanOutGridArgs),
+    /// Skynet on the default dispatcher and on thread_pool of each size with either fifo
+    /// (sobjectizer-performance-part3's table): one record per cell.
+    SkynetGrid(sobjectizer_grids::SkynetGridArgs),
+    /// Client agents on one node, echo agents on another, over TCP on loopback (Akka.NET's
+    /// RemotePingPong, akka-remote-flush-batching): throughput per client count and batching
+    /// policy, mean messages per write, and round-trip latency with one ping in flight.
+    RemotePingPong(remote_ping_pong::RemotePingPongArgs),
+    /// The echo side of remote-ping-pong as a child process (started by remote-ping-pong).
+    #[command(hide = true)]
+    RemotePingPongServer(remote_ping_pong::ServerArgs),
+    /// Draws charts (SVG or PNG) and a markdown table from result files (--json or --csv
+    /// output).
+    Report(report_cmd::ReportArgs),
+    /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
+    Quick,
+    /// Every scenario at the sizes of its source.
+    Full,
+    /// The same scenarios on cohort and on actix, kameo, ractor and CAF (peers/), interleaved
+    /// in one run: per scenario each framework's median, min-max and ratio to cohort.
+    Compare(compare::CompareArgs),
+}
+
+impl Common {
+    /// The output format: `--json` or `--csv` if given, else `--format`.
+    pub fn output_format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else if self.csv {
+            Format::Csv
+        } else {
+            self.format
+        }
+    }
+}
