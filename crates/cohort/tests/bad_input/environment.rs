@@ -4,9 +4,10 @@
 use crate::common;
 
 use cohort::{
-    ActiveObjBuilder, Agent, BindError, Context, DefineError, DeliveryFailure, DispatcherError,
-    DispatcherHandle, Environment, OneThreadBuilder, RegisterError, SubscribeError,
+    Agent, BindError, Context, DefineError, DeliveryFailure, DispatcherError, Environment,
+    OneThreadBuilder, RegisterError, SubscribeError,
 };
+use common::dispatchers::{self, Kind};
 use common::{Counter, DeadLetters, TIMEOUT, watchdog};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
@@ -59,10 +60,12 @@ fn empty_coop_is_refused() {
     });
 }
 
-/// Binds agent #0 to the default dispatcher and agent #1 to `shut`, which was shut down.
-fn bind_to_shut_dispatcher(make: impl FnOnce(&Environment) -> DispatcherHandle, name: &str) {
+/// Binds agent #0 to the default dispatcher and agent #1 to a dispatcher of `kind` that was
+/// shut down (its binder taken before).
+fn bind_to_shut_dispatcher(kind: Kind) {
+    let name = "shut";
     let env = Environment::builder().start().unwrap();
-    let shut = make(&env);
+    let shut = kind.build(&env, name, 2);
     shut.shutdown();
 
     let (tx, _rx) = mpsc::channel();
@@ -70,7 +73,7 @@ fn bind_to_shut_dispatcher(make: impl FnOnce(&Environment) -> DispatcherHandle, 
     let started = first.started.clone();
     let mut coop = env.new_coop();
     coop.add(first);
-    coop.add_with_binder(Echo::new(tx), shut.binder());
+    coop.add_with_binder(Echo::new(tx), shut.binder.clone());
     match env.register_coop(coop) {
         Err(RegisterError::Bind {
             agent,
@@ -87,7 +90,7 @@ fn bind_to_shut_dispatcher(make: impl FnOnce(&Environment) -> DispatcherHandle, 
 
     // The error message says which dispatcher.
     let mut coop = env.new_coop();
-    coop.add_with_binder(common::Idle, shut.binder());
+    coop.add_with_binder(common::Idle, shut.binder.clone());
     let shown = env.register_coop(coop).unwrap_err().to_string();
     assert!(shown.contains(name), "{shown}");
 
@@ -104,23 +107,8 @@ fn bind_to_shut_dispatcher(make: impl FnOnce(&Environment) -> DispatcherHandle, 
 }
 
 #[test]
-fn binding_to_a_shut_down_one_thread_dispatcher_fails() {
-    watchdog(TIMEOUT, || {
-        bind_to_shut_dispatcher(
-            |env| OneThreadBuilder::new().name("shut-ot").build(env).unwrap(),
-            "shut-ot",
-        )
-    });
-}
-
-#[test]
-fn binding_to_a_shut_down_active_obj_dispatcher_fails() {
-    watchdog(TIMEOUT, || {
-        bind_to_shut_dispatcher(
-            |env| ActiveObjBuilder::new().name("shut-ao").build(env).unwrap(),
-            "shut-ao",
-        )
-    });
+fn binding_to_a_shut_down_dispatcher_fails() {
+    dispatchers::on_every_kind(bind_to_shut_dispatcher);
 }
 
 #[test]

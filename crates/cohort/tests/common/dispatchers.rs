@@ -73,52 +73,52 @@ impl Kind {
     /// A binder to a new dispatcher of this kind named `name` (pools of [`POOL_THREADS`]).
     #[track_caller]
     pub fn binder(self, env: &Environment, name: &str) -> Binder {
-        self.binder_with_threads(env, name, POOL_THREADS)
+        self.build(env, name, POOL_THREADS).binder
     }
 
     /// A binder to a new dispatcher of this kind named `name`; a pool gets `threads` workers.
     #[track_caller]
     pub fn binder_with_threads(self, env: &Environment, name: &str, threads: usize) -> Binder {
+        self.build(env, name, threads).binder
+    }
+
+    /// A new dispatcher of this kind named `name` (a pool gets `threads` workers), with the
+    /// binder its agents get.
+    #[track_caller]
+    pub fn build(self, env: &Environment, name: &str, threads: usize) -> Dispatcher {
         let built = match self {
             Kind::OneThread => cohort::OneThreadBuilder::new()
                 .name(name)
                 .build(env)
-                .map(|d| d.binder()),
+                .map(|d| (d.binder(), d)),
             Kind::ActiveObj => cohort::ActiveObjBuilder::new()
                 .name(name)
                 .build(env)
-                .map(|d| d.binder()),
+                .map(|d| (d.binder(), d)),
             Kind::ActiveGroup => cohort::ActiveGroupBuilder::new()
                 .name(name)
                 .build(env)
-                .map(|d| d.group_binder("group")),
+                .map(|d| (d.group_binder("group"), d)),
             Kind::PrioStrict => cohort::PrioOneThreadBuilder::new()
                 .name(name)
                 .strictly_ordered()
                 .build(env)
-                .map(|d| d.priority_binder(Priority::P3)),
+                .map(|d| (d.priority_binder(Priority::P3), d)),
             Kind::PrioQuoted => cohort::PrioOneThreadBuilder::new()
                 .name(name)
                 .quoted_round_robin([2, 1, 1, 1, 3, 1, 1, 1])
                 .build(env)
-                .map(|d| d.priority_binder(Priority::P5)),
-            Kind::ThreadPool(fifo) => {
-                return PoolKind::ThreadPool
-                    .build(env, name, threads)
-                    .binder(fifo, 4);
-            }
+                .map(|d| (d.priority_binder(Priority::P5), d)),
+            Kind::ThreadPool(fifo) => Ok(PoolKind::ThreadPool.build(env, name, threads).with(fifo)),
             Kind::AdvThreadPool(fifo) => {
-                return PoolKind::AdvThreadPool
-                    .build(env, name, threads)
-                    .binder(fifo, 4);
+                Ok(PoolKind::AdvThreadPool.build(env, name, threads).with(fifo))
             }
             Kind::WorkStealing(fifo) => {
-                return PoolKind::WorkStealing
-                    .build(env, name, threads)
-                    .binder(fifo, 4);
+                Ok(PoolKind::WorkStealing.build(env, name, threads).with(fifo))
             }
         };
-        built.unwrap_or_else(|e| panic!("build {self:?} `{name}`: {e}"))
+        let (binder, handle) = built.unwrap_or_else(|e| panic!("build {self:?} `{name}`: {e}"));
+        Dispatcher { binder, handle }
     }
 
     /// True for the pool dispatchers.
@@ -204,6 +204,19 @@ pub fn one_worker_stealing(env: &Environment, name: &str, interval: usize, wait:
     Pool { handle }
 }
 
+/// A dispatcher of some [`Kind`] and the binder its agents get.
+pub struct Dispatcher {
+    pub binder: Binder,
+    handle: DispatcherHandle,
+}
+
+impl Dispatcher {
+    /// Shuts the dispatcher down (see `DispatcherHandle::shutdown`).
+    pub fn shutdown(&self) {
+        self.handle.shutdown()
+    }
+}
+
 /// A pool dispatcher, and the binders to it.
 pub struct Pool {
     handle: DispatcherHandle,
@@ -220,6 +233,11 @@ impl Pool {
                     .max_demands_at_once(max_demands_at_once),
             )
             .expect("valid pool binding parameters")
+    }
+
+    /// The binder of [`Kind`]: `fifo`, `max_demands_at_once` 4.
+    fn with(self, fifo: Fifo) -> (Binder, DispatcherHandle) {
+        (self.binder(fifo, 4), self.handle)
     }
 
     /// A binder with the pool's default parameters.

@@ -1,9 +1,11 @@
 //! Messages that reach an agent before its `start` has run are handled after `start`, in the
-//! order they were sent.
+//! order they were sent (on every dispatcher kind where the timing is not specific to
+//! `one_thread`'s local and remote halves).
 
 use crate::common;
 
 use cohort::{Agent, Context, DefineError, Mbox, OneThreadBuilder};
+use common::dispatchers;
 use common::{Block, Blocker, DeadLetters, TIMEOUT, gate, watchdog};
 use std::sync::mpsc::{self, Receiver, Sender};
 
@@ -191,20 +193,21 @@ fn held_messages_are_replayed_after_a_panic_in_start() {
     });
 }
 
-/// The recorder is registered on a dispatcher that is busy; plain threads send to it right
-/// after `register_coop` returns, before its `start` can run.
+/// The recorder is registered on a dispatcher with an agent blocked in a handler (on a
+/// single-thread kind the dispatcher is busy); plain threads send to it right after
+/// `register_coop` returns, before its `start` can run.
 #[test]
 fn messages_sent_right_after_registration_to_a_busy_dispatcher() {
-    watchdog(TIMEOUT, || {
+    dispatchers::on_every_kind(|kind| {
         let senders = 4;
         let n = common::count(1_000) as u32;
         let (builder, dead) = DeadLetters::builder();
         let env = builder.start().unwrap();
-        let busy = OneThreadBuilder::new().name("busy").build(&env).unwrap();
+        let busy = kind.binder(&env, "busy");
         let (g, control) = gate();
         let mut coop = env.new_coop();
         let blocker = coop
-            .add_with_binder(Blocker { gate: g }, busy.binder())
+            .add_with_binder(Blocker { gate: g }, busy.clone())
             .mbox();
         env.register_coop(coop).unwrap();
         blocker.send(Block);
@@ -212,9 +215,7 @@ fn messages_sent_right_after_registration_to_a_busy_dispatcher() {
 
         let (done_tx, done_rx) = mpsc::channel();
         let mut coop = env.new_coop();
-        let recorder = coop
-            .add_with_binder(Recorder::new(done_tx), busy.binder())
-            .mbox();
+        let recorder = coop.add_with_binder(Recorder::new(done_tx), busy).mbox();
         let handle = env.register_coop(coop).unwrap();
         let threads: Vec<_> = (0..senders)
             .map(|from| {
@@ -234,7 +235,7 @@ fn messages_sent_right_after_registration_to_a_busy_dispatcher() {
         let events = common::recv(&done_rx, "the recorder's events");
         check_start_first_then_fifo(&events, senders, n);
         env.stop_and_wait();
-        assert_eq!(dead.all(), vec![]);
+        assert_eq!(dead.all(), vec![], "{kind:?}");
     });
 }
 
@@ -256,20 +257,19 @@ impl Agent for StartSender {
 
 /// One coop, two dispatchers: the sender's `start` may run before the recorder's `start` is
 /// even queued (the order of the groups is not specified), so its messages may arrive first.
-/// Either way the recorder sees its `start` first, then the messages in order.
+/// Either way the recorder (on each kind of dispatcher) sees its `start` first, then the
+/// messages in order.
 #[test]
 fn messages_from_a_sibling_start_on_another_dispatcher() {
-    watchdog(TIMEOUT, || {
+    dispatchers::on_every_kind(|kind| {
         for _ in 0..common::count(50) {
             let (builder, dead) = DeadLetters::builder();
             let env = builder.start().unwrap();
-            let other = OneThreadBuilder::new().name("other").build(&env).unwrap();
+            let other = kind.binder(&env, "other");
             let (done_tx, done_rx) = mpsc::channel();
             let (sent_tx, sent_rx) = mpsc::channel();
             let mut coop = env.new_coop();
-            let recorder = coop
-                .add_with_binder(Recorder::new(done_tx), other.binder())
-                .mbox();
+            let recorder = coop.add_with_binder(Recorder::new(done_tx), other).mbox();
             coop.add_with_binder(
                 StartSender {
                     target: recorder,
@@ -284,7 +284,7 @@ fn messages_from_a_sibling_start_on_another_dispatcher() {
             let events = common::recv(&done_rx, "the recorder's events");
             check_start_first_then_fifo(&events, 1, 100);
             env.stop_and_wait();
-            assert_eq!(dead.all(), vec![]);
+            assert_eq!(dead.all(), vec![], "{kind:?}");
         }
     });
 }
