@@ -156,11 +156,6 @@ pub enum PoolKind {
 }
 
 impl PoolKind {
-    /// The pools whose turns and run queues the scheduling tests check (`adv_thread_pool`
-    /// runs a queue for as long as it has exclusive work in flight, so its turns differ; its
-    /// own tests are in `adv_thread_pool.rs`).
-    pub const SCHEDULING: [PoolKind; 2] = [PoolKind::ThreadPool, PoolKind::WorkStealing];
-
     /// Every pool dispatcher.
     pub const ALL: [PoolKind; 3] = [
         PoolKind::ThreadPool,

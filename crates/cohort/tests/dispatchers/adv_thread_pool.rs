@@ -321,32 +321,34 @@ fn thread_safe_handlers_run_as_ordinary_ones_elsewhere() {
 
 #[test]
 fn bad_parameters_are_typed_errors() {
-    let env = cohort::Environment::builder().start().unwrap();
-    match cohort::AdvThreadPoolBuilder::new().threads(0).build(&env) {
-        Err(DispatcherError::InvalidParameter { parameter, .. }) => {
-            assert_eq!(parameter, "threads")
+    watchdog(TIMEOUT, || {
+        let env = cohort::Environment::builder().start().unwrap();
+        match cohort::AdvThreadPoolBuilder::new().threads(0).build(&env) {
+            Err(DispatcherError::InvalidParameter { parameter, .. }) => {
+                assert_eq!(parameter, "threads")
+            }
+            other => panic!("threads(0): {other:?}"),
         }
-        other => panic!("threads(0): {other:?}"),
-    }
-    let pool = adv(&env, "adv-bad", 1);
-    match pool.pool_binder(PoolBindParams::new().max_demands_at_once(0)) {
-        Err(DispatcherError::InvalidParameter { parameter, .. }) => {
-            assert_eq!(parameter, "max_demands_at_once")
+        let pool = adv(&env, "adv-bad", 1);
+        match pool.pool_binder(PoolBindParams::new().max_demands_at_once(0)) {
+            Err(DispatcherError::InvalidParameter { parameter, .. }) => {
+                assert_eq!(parameter, "max_demands_at_once")
+            }
+            other => panic!("max_demands_at_once(0): {other:?}"),
         }
-        other => panic!("max_demands_at_once(0): {other:?}"),
-    }
-    pool.shutdown();
-    let mut coop = env.new_coop();
-    coop.set_binder(pool.binder());
-    coop.add(Meeting {
-        inside: AtomicUsize::new(0),
-        met: mpsc::channel().0,
-        limits: None,
+        pool.shutdown();
+        let mut coop = env.new_coop();
+        coop.set_binder(pool.binder());
+        coop.add(Meeting {
+            inside: AtomicUsize::new(0),
+            met: mpsc::channel().0,
+            limits: None,
+        });
+        let err = env.register_coop(coop).unwrap_err();
+        assert!(
+            err.to_string().contains("adv-bad"),
+            "binding to a shut-down adv_thread_pool names it: {err}"
+        );
+        env.stop_and_wait();
     });
-    let err = env.register_coop(coop).unwrap_err();
-    assert!(
-        err.to_string().contains("adv-bad"),
-        "binding to a shut-down adv_thread_pool names it: {err}"
-    );
-    env.stop_and_wait();
 }

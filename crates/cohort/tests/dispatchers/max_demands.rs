@@ -5,7 +5,7 @@
 //! queued while the worker cannot run them. The handlers append to one log, and the log must
 //! be exactly the round robin the pool promises.
 //!
-//! How a turn works (`dispatcher/pool.rs`, `run_turn`): it first moves up to
+//! How a turn works (the pool's `run_turn`): it first moves up to
 //! `min(max_demands_at_once, REMOTE_BATCH)` demands from the queue's remote half to its local
 //! half, then runs up to
 //! `max_demands_at_once` demands from the local half, then reschedules the queue at the back
@@ -268,6 +268,21 @@ fn thread_pool_turns_of_max_demands_at_once_backlog_from_worker() {
     });
 }
 
+/// `adv_thread_pool` (exclusive handlers only): one shared FIFO run queue, as `thread_pool`.
+#[test]
+fn adv_thread_pool_turns_of_max_demands_at_once_backlog_from_outside() {
+    watchdog(TIMEOUT, || {
+        check(PoolKind::AdvThreadPool, Backlog::FromOutside, 'A', 'B')
+    });
+}
+
+#[test]
+fn adv_thread_pool_turns_of_max_demands_at_once_backlog_from_worker() {
+    watchdog(TIMEOUT, || {
+        check(PoolKind::AdvThreadPool, Backlog::FromWorker, 'A', 'B')
+    });
+}
+
 /// `work_stealing`: the feeder's first send to `A` puts `A` in the worker's LIFO slot, its
 /// first send to `B` puts `B` there and moves `A` to the worker's deque. So `B` runs first,
 /// then each queue with work left goes to the back of the deque: `A`, `B`, `A`, ...
@@ -473,6 +488,13 @@ fn thread_pool_busy_self_sender_does_not_starve_others() {
 }
 
 #[test]
+fn adv_thread_pool_busy_self_sender_does_not_starve_others() {
+    watchdog(TIMEOUT, || {
+        busy_self_sender_does_not_starve_others(PoolKind::AdvThreadPool)
+    });
+}
+
+#[test]
 fn work_stealing_busy_self_sender_does_not_starve_others() {
     watchdog(TIMEOUT, || {
         busy_self_sender_does_not_starve_others(PoolKind::WorkStealing)
@@ -611,6 +633,13 @@ fn remote_send_reaches_a_full_local_half(kind: PoolKind) {
 fn thread_pool_remote_send_reaches_a_full_local_half() {
     watchdog(TIMEOUT, || {
         remote_send_reaches_a_full_local_half(PoolKind::ThreadPool)
+    });
+}
+
+#[test]
+fn adv_thread_pool_remote_send_reaches_a_full_local_half() {
+    watchdog(TIMEOUT, || {
+        remote_send_reaches_a_full_local_half(PoolKind::AdvThreadPool)
     });
 }
 

@@ -1,5 +1,5 @@
 //! Panic reactions: each of the four, their inheritance (agent over coop over environment),
-//! and panics in `start`.
+//! and panics in `start`; the default reaction and `Ignore` on every dispatcher kind.
 
 use crate::common;
 
@@ -7,6 +7,7 @@ use cohort::{
     Agent, Context, CoopDeregistered, DefineError, DeregReason, Environment, PanicReaction,
     WrappedEnv,
 };
+use common::dispatchers;
 use common::{Counter, Probe, TIMEOUT, watchdog};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -95,9 +96,10 @@ fn setup(default: Option<PanicReaction>) -> (WrappedEnv, Probe<CoopDeregistered>
     (builder.start().unwrap(), probe)
 }
 
+/// On every dispatcher kind (each runs handlers inside its own worker loop).
 #[test]
 fn deregister_coop_is_the_default() {
-    watchdog(TIMEOUT, || {
+    dispatchers::on_every_kind(|kind| {
         let probe: Probe<CoopDeregistered> = Probe::new();
         let agent = Volatile::new(OnStart::BoomThenPings(2));
         let (pings, finished) = (agent.pings.clone(), agent.finished.clone());
@@ -107,6 +109,7 @@ fn deregister_coop_is_the_default() {
             *env_slot.lock().unwrap() = Some(env.clone());
             let mut coop = env.new_coop();
             coop.set_name("volatile")
+                .set_binder(kind.binder(env, "volatile"))
                 .notify_deregistered(probe.mbox.clone());
             coop.add(agent);
             env.register_coop(coop)?;
@@ -126,15 +129,17 @@ fn deregister_coop_is_the_default() {
     });
 }
 
+/// On every dispatcher kind.
 #[test]
 fn ignore_keeps_the_agent_handling_messages() {
-    watchdog(TIMEOUT, || {
+    dispatchers::on_every_kind(|kind| {
         let (env, probe) = setup(Some(PanicReaction::Ignore));
         let (tx, rx) = mpsc::channel();
         let agent = Volatile::new(OnStart::Nothing).replying(tx);
         let pings = agent.pings.clone();
         let mut coop = env.new_coop();
-        coop.notify_deregistered(probe.mbox.clone());
+        coop.set_binder(kind.binder(&env, "volatile"))
+            .notify_deregistered(probe.mbox.clone());
         let mbox = coop.add(agent).mbox();
         let handle = env.register_coop(coop).unwrap();
 

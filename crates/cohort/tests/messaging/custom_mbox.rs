@@ -141,25 +141,27 @@ fn agents_cannot_subscribe_to_a_custom_mailbox() {
 
 #[test]
 fn payloads_are_dropped_exactly_once() {
-    struct Counted(Arc<AtomicUsize>, #[allow(dead_code)] [u64; 4]);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-    struct Sink;
-    impl CustomMbox for Sink {
-        fn deliver(&self, msg: AnyMessage) {
-            match msg.downcast::<Counted>() {
-                Ok(c) => drop(c),
-                Err(other) => drop(other),
+    watchdog(TIMEOUT, || {
+        struct Counted(Arc<AtomicUsize>, #[allow(dead_code)] [u64; 4]);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
             }
         }
-    }
-    let drops = Arc::new(AtomicUsize::new(0));
-    let sink = Mbox::custom(Sink);
-    sink.send(Counted(drops.clone(), [0; 4]));
-    sink.send_mut(Counted(drops.clone(), [0; 4])).unwrap_err();
-    drop(AnyMessage::new(Counted(drops.clone(), [0; 4])));
-    assert_eq!(drops.load(Ordering::SeqCst), 3);
+        struct Sink;
+        impl CustomMbox for Sink {
+            fn deliver(&self, msg: AnyMessage) {
+                match msg.downcast::<Counted>() {
+                    Ok(c) => drop(c),
+                    Err(other) => drop(other),
+                }
+            }
+        }
+        let drops = Arc::new(AtomicUsize::new(0));
+        let sink = Mbox::custom(Sink);
+        sink.send(Counted(drops.clone(), [0; 4]));
+        sink.send_mut(Counted(drops.clone(), [0; 4])).unwrap_err();
+        drop(AnyMessage::new(Counted(drops.clone(), [0; 4])));
+        assert_eq!(drops.load(Ordering::SeqCst), 3);
+    });
 }
