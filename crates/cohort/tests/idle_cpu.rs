@@ -1,6 +1,5 @@
 //! An idle environment parks: after a burst of work, with no message left, the worker threads
-//! of every dispatcher kind (`one_thread`, `active_obj`, `active_group`, `thread_pool`,
-//! `work_stealing`, `prio_one_thread` in both modes) stop consuming CPU.
+//! of every dispatcher kind (`common::dispatchers::ALL`) stop consuming CPU.
 //!
 //! This is a benchmark-like check, made robust: it is the only test of its binary (so no other
 //! test burns CPU in this process while it measures), it reads CPU time the kernel accounts
@@ -10,11 +9,12 @@
 //! together less than 10% (the real target, < 1% over 10 s, is measured by
 //! `cohort-bench idle-cpu`: workers spin for `WORKER_SPIN` = 50 µs, then park until a send
 //! wakes them).
+
 mod common;
 
-use cohort::dispatcher::Fifo;
 use cohort::{Agent, Context, DefineError, Mbox};
-use common::{PoolKind, TIMEOUT, pool_binder, watchdog};
+use common::dispatchers;
+use common::{TIMEOUT, watchdog};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
@@ -102,56 +102,28 @@ fn idle_dispatchers_stop_consuming_cpu() {
         let hops = common::count(5_000) as u32;
         let env = cohort::Environment::builder().start().unwrap();
         let (done_tx, done_rx) = mpsc::channel();
-        for (kind, name) in [
-            (PoolKind::ThreadPool, "itp"),
-            (PoolKind::WorkStealing, "iws"),
-        ] {
-            let pool = kind.build(&env, name, 2);
-            let binder = pool_binder(&pool, Fifo::Individual, 4);
-            for _ in 0..pairs {
+        // `pairs` rallies on each pool, one on each single-thread kind.
+        let (mut rallies, mut workers) = (0, 0);
+        for (i, kind) in dispatchers::ALL.into_iter().enumerate() {
+            let binder = kind.binder(&env, &format!("i{i}"));
+            let n = if kind.is_pool() { pairs } else { 1 };
+            for _ in 0..n {
                 rally(&env, binder.clone(), hops, &done_tx);
             }
+            rallies += n;
+            workers += match kind {
+                _ if kind.is_pool() => dispatchers::POOL_THREADS,
+                dispatchers::Kind::ActiveObj => 2,
+                _ => 1,
+            };
         }
-        // One pair on each single-thread kind (4 threads, plus one per pair on active_obj).
-        let one = cohort::OneThreadBuilder::new()
-            .name("ione")
-            .build(&env)
-            .unwrap();
-        let obj = cohort::ActiveObjBuilder::new()
-            .name("iobj")
-            .build(&env)
-            .unwrap();
-        let grp = cohort::ActiveGroupBuilder::new()
-            .name("igrp")
-            .build(&env)
-            .unwrap();
-        let strict = cohort::PrioOneThreadBuilder::new()
-            .name("ips")
-            .strictly_ordered()
-            .build(&env)
-            .unwrap();
-        let quoted = cohort::PrioOneThreadBuilder::new()
-            .name("ipq")
-            .quoted_round_robin([2; 8])
-            .build(&env)
-            .unwrap();
-        for binder in [
-            one.binder(),
-            obj.binder(),
-            grp.group_binder("g"),
-            strict.binder(),
-            quoted.binder(),
-        ] {
-            rally(&env, binder, hops, &done_tx);
-        }
-        let rallies = 2 * pairs + 5;
         // The burst: every pair passes its ball `hops` times, on both pools at once.
         common::recv_n(&done_rx, rallies, "every rally to end");
         assert_eq!(
             threads_ticks("cohort-i").0,
-            4 + 1 + 2 + 1 + 2,
-            "the workers are visible: 2 pools of 2, one_thread, active_obj (2 agents), \
-             active_group, 2 prio_one_thread"
+            workers,
+            "the workers are visible: every pool's, active_obj's (one per agent of its \
+             rally), one each for the other kinds"
         );
 
         let (_, pool_before) = threads_ticks("cohort-i");

@@ -5,13 +5,12 @@
 //! Each test binary uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod dispatchers;
 pub mod order;
 pub mod self_feeder;
 
-use cohort::dispatcher::{Fifo, PoolBindParams};
 use cohort::{
-    Agent, Binder, Context, DeadLetter, DefineError, DeliveryFailure, DispatcherHandle,
-    EnvironmentBuilder, Mbox, WrappedEnv,
+    Agent, Context, DeadLetter, DefineError, DeliveryFailure, EnvironmentBuilder, Mbox, WrappedEnv,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -55,6 +54,16 @@ pub fn scale() -> u32 {
 /// A message count: `n` normally, `n / 10` (at least 1) under valgrind.
 pub fn count(n: usize) -> usize {
     if under_valgrind() { (n / 10).max(1) } else { n }
+}
+
+/// The name libtest gives the test `name` of module `module` (pass `module_path!()`): the
+/// module path without the crate, for a test that runs one test of its own binary in a child
+/// process (`--exact`).
+pub fn test_path(module: &str, name: &str) -> String {
+    match module.split_once("::") {
+        Some((_, inner)) => format!("{inner}::{name}"),
+        None => name.to_owned(),
+    }
 }
 
 /// Runs `body` on its own thread and waits at most `timeout` (times [`scale`]) for it.
@@ -302,47 +311,6 @@ pub fn wait_until(cond: impl Fn() -> bool) {
     while !cond() {
         std::thread::yield_now();
     }
-}
-
-/// The two pool dispatchers, for tests that run on each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PoolKind {
-    /// `thread_pool`: a shared FIFO for woken queues, a FIFO per worker for busy ones.
-    ThreadPool,
-    /// `work_stealing`: per-worker deques, a LIFO slot, stealing.
-    WorkStealing,
-}
-
-impl PoolKind {
-    pub const ALL: [PoolKind; 2] = [PoolKind::ThreadPool, PoolKind::WorkStealing];
-
-    /// Builds a pool of this kind named `name` with `threads` workers (threads
-    /// `cohort-<name>-<i>`).
-    #[track_caller]
-    pub fn build(self, env: &cohort::Environment, name: &str, threads: usize) -> DispatcherHandle {
-        match self {
-            PoolKind::ThreadPool => cohort::ThreadPoolBuilder::new()
-                .name(name)
-                .threads(threads)
-                .build(env),
-            PoolKind::WorkStealing => cohort::WorkStealingBuilder::new()
-                .name(name)
-                .threads(threads)
-                .build(env),
-        }
-        .unwrap_or_else(|e| panic!("build {self:?} `{name}`: {e}"))
-    }
-}
-
-/// A binder to `pool` with the given fifo and `max_demands_at_once`.
-#[track_caller]
-pub fn pool_binder(pool: &DispatcherHandle, fifo: Fifo, max_demands_at_once: usize) -> Binder {
-    pool.pool_binder(
-        PoolBindParams::new()
-            .fifo(fifo)
-            .max_demands_at_once(max_demands_at_once),
-    )
-    .expect("valid pool binding parameters")
 }
 
 /// The names of this process's live threads that start with `prefix`, read from

@@ -1,6 +1,6 @@
 //! Order per sender: numbered messages, the senders (plain threads and agents started
 //! together), the receiver-side check, and the check of what every receiver reported
-//! (`fifo.rs`, `pool_fifo.rs`, `named_fan_out.rs`).
+//! (`dispatchers/fifo.rs`, `messaging/named_fan_out.rs`).
 
 use cohort::{Agent, Binder, Context, DefineError, Environment};
 use std::sync::mpsc::Sender;

@@ -1,5 +1,6 @@
 //! An agent that keeps its queue's local half full with its own sends, and the check that a
-//! message from a plain thread still reaches it (`pool_max_demands`, `prio`).
+//! message from a plain thread still reaches it (`dispatchers/max_demands.rs`,
+//! `dispatchers/prio.rs`).
 
 use cohort::{Agent, Binder, Context, DefineError};
 use std::sync::Arc;

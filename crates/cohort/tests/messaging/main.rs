@@ -1,0 +1,16 @@
+//! Mailboxes and messages: direct, named, unique-subscriber and custom mailboxes, fan-out,
+//! delivery filters, mutable messages, subscriptions, message limits, payload drops, tracing.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod custom_mbox;
+mod delivery_filters;
+mod message_limits;
+mod message_tracing;
+mod mutable_messages;
+mod named_fan_out;
+mod named_mailboxes;
+mod payload_drops;
+mod subscriptions;
+mod unique_subscribers;
