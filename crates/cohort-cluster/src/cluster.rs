@@ -389,7 +389,7 @@ impl Cluster {
                 .set(KEY_STATUS, STATUS_LEAVING);
             let deadline = Instant::now() + self.shared.config.leave_timeout;
             let ack_key = format!("{ACK_PREFIX}{}", self.shared.me.name);
-            let incarnation_ = self.shared.me.incarnation.to_string();
+            let incarnation = self.shared.me.incarnation.to_string();
             let mut watcher = self.watcher.clone();
             let acked = runtime.block_on(async {
                 loop {
@@ -398,7 +398,11 @@ impl Cluster {
                         others.iter().all(|n| {
                             live.iter()
                                 .filter(|(id, _)| &*id.node_id == n)
-                                .all(|(_, ns)| ns.get(&ack_key) == Some(incarnation_.as_str()))
+                                .all(|(_, ns)| {
+                                    // One that leaves too will not acknowledge.
+                                    ns.get(&ack_key) == Some(incarnation.as_str())
+                                        || ns.get(KEY_STATUS) == Some(STATUS_LEAVING)
+                                })
                         })
                     };
                     if all {
@@ -467,8 +471,8 @@ async fn watch_live(
         if !acks.set.is_empty() || !acks.delete.is_empty() {
             let mut cc = chitchat.lock().await;
             let ns = cc.self_node_state();
-            for (name, incarnation_) in acks.set {
-                ns.set(format!("{ACK_PREFIX}{name}"), incarnation_);
+            for (name, incarnation) in acks.set {
+                ns.set(format!("{ACK_PREFIX}{name}"), incarnation);
             }
             for name in acks.delete {
                 ns.delete(&format!("{ACK_PREFIX}{name}"));

@@ -82,19 +82,19 @@ fn parse(
     let mut leaving = HashSet::new();
     for (id, ns) in live {
         let name = id.node_id.to_string();
-        let incarnation_ = id.generation_id;
+        let inc = id.generation_id;
         let Some(addr) = ns.get(KEY_ADDR).and_then(|a| a.parse().ok()) else {
             continue;
         };
-        let max = state.max_gen.entry(name.clone()).or_insert(incarnation_);
-        if incarnation_ < *max {
+        let max = state.max_gen.entry(name.clone()).or_insert(inc);
+        if inc < *max {
             continue;
         }
-        *max = incarnation_;
+        *max = inc;
         match ns.get(KEY_STATUS) {
             Some(STATUS_UP) => {}
             Some(STATUS_LEAVING) => {
-                leaving.insert((name, incarnation_));
+                leaving.insert((name, inc));
                 continue;
             }
             _ => continue,
@@ -121,20 +121,17 @@ fn parse(
                 regs.push((key.to_string(), export.to_string()));
             }
         }
-        count_refused(shared, state, &name, incarnation_, too_long, over_cap);
+        count_refused(shared, state, &name, inc, too_long, over_cap);
         let member = Member {
             name: name.clone(),
-            incarnation: incarnation_,
+            incarnation: inc,
             remoting_addr: addr,
             gossip_addr: id.gossip_advertise_addr,
             roles,
             status: MemberStatus::Up,
         };
         // Two live incarnations of one name: the newer one is the member.
-        if up
-            .get(&name)
-            .is_none_or(|v| v.member.incarnation < incarnation_)
-        {
+        if up.get(&name).is_none_or(|v| v.member.incarnation < inc) {
             up.insert(name, NodeView { member, regs });
         }
     }
@@ -271,9 +268,9 @@ pub(crate) fn refresh(
 
     // Acknowledge the leaves we see, forget the acknowledgements of those gone.
     let mut acks = Acks::default();
-    for (name, incarnation_) in &leaving {
+    for (name, inc) in &leaving {
         if *name != shared.me.name && state.acked.insert(name.clone()) {
-            acks.set.push((name.clone(), *incarnation_));
+            acks.set.push((name.clone(), *inc));
         }
     }
     let still: HashSet<&String> = leaving.iter().map(|(n, _)| n).collect();
