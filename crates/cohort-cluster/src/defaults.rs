@@ -5,14 +5,15 @@ use std::time::Duration;
 
 /// How often a node gossips with a random peer (and with a seed it has not heard from):
 /// [`gossip_interval`](crate::ClusterConfig::gossip_interval). Each round also increments the
-/// node's heartbeat, which is what the failure detector samples: with the default
-/// [`PHI_THRESHOLD`] a crashed member is declared down after about 18 intervals of silence.
+/// node's heartbeat, which is what the failure detector samples.
 pub const GOSSIP_INTERVAL: Duration = Duration::from_millis(400);
 
-/// The phi-accrual threshold above which a silent member is declared down
-/// ([`phi_threshold`](crate::ClusterConfig::phi_threshold)): chitchat's and Akka's 8, about
-/// 18 mean heartbeat intervals of silence once the intervals are steady.
-pub const PHI_THRESHOLD: f64 = 8.0;
+/// The failure detector's threshold ([`phi_threshold`](crate::ClusterConfig::phi_threshold)).
+/// Chitchat's phi is the silence divided by the mean interval between a member's heartbeat
+/// updates (not Akka's log-scale phi): 16 declares a crashed member down after about 16
+/// such intervals, a few seconds at the default gossip interval, and tolerates stalls of
+/// the same length without a false down.
+pub const PHI_THRESHOLD: f64 = 16.0;
 
 /// Heartbeat intervals longer than this are not sampled by the detector, so one long pause
 /// does not teach it to wait forever

@@ -118,7 +118,7 @@ pub fn node(env: &WrappedEnv, name: &str, token: &str) -> Arc<Node> {
 pub fn config(cluster: &str, seeds: &[String]) -> ClusterConfig {
     ClusterConfig::new(cluster)
         .seeds(seeds.iter().cloned())
-        .gossip_interval(Duration::from_millis(100))
+        .gossip_interval(Duration::from_millis(200))
         .leave_timeout(Duration::from_secs(10))
 }
 
