@@ -247,6 +247,31 @@ impl Cluster {
     /// The named mailbox where [`MemberUp`](crate::MemberUp),
     /// [`MemberLeft`](crate::MemberLeft) and [`MemberDown`](crate::MemberDown) are
     /// published (only while an agent is subscribed to that type).
+    ///
+    /// ```no_run
+    /// use cohort::{Agent, Context, DefineError, Mbox};
+    /// use cohort_cluster::{MemberDown, MemberUp};
+    ///
+    /// /// Logs who comes and goes.
+    /// struct Watcher { events: Mbox }
+    /// impl Agent for Watcher {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         let events = self.events.clone();
+    ///         ctx.subscribe(&events, |_: &mut Self, e: &MemberUp, _: &mut Context<'_, Self>| {
+    ///             println!("up: {}", e.member.name);
+    ///         })?;
+    ///         ctx.subscribe(&events, |_: &mut Self, e: &MemberDown, _: &mut Context<'_, Self>| {
+    ///             println!("down: {} ({})", e.member.name, e.reason);
+    ///         })?;
+    ///         Ok(())
+    ///     }
+    /// }
+    /// # fn demo(env: &cohort::Environment, cluster: &cohort_cluster::Cluster) {
+    /// let mut coop = env.new_coop();
+    /// coop.add(Watcher { events: cluster.events_mbox() });
+    /// env.register_coop(coop).unwrap();
+    /// # }
+    /// ```
     pub fn events_mbox(&self) -> Mbox {
         self.shared.events.clone()
     }
@@ -254,6 +279,8 @@ impl Cluster {
     /// Publishes `mbox` under `key` to every member: exports it through the node under a
     /// name derived from the key, and puts the registration in this node's gossip state.
     /// Members see it once gossip reached them (this node too: after its next round).
+    /// Call it from a thread outside any async runtime (an agent's handler, `main`), as the
+    /// other calls that write the gossip state ([`Cluster::unregister`], [`Cluster::leave`]).
     pub fn register(&self, key: &str, mbox: &Mbox) -> Result<(), ClusterError> {
         let max = self.shared.config.max_key_bytes;
         if key.is_empty() || key.len() > max {

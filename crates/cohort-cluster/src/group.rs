@@ -9,6 +9,24 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How a [group](crate::Cluster::group) picks the registrations a message goes to.
+///
+/// ```no_run
+/// # fn demo(cluster: &cohort_cluster::Cluster) {
+/// use cohort::AnyMessage;
+/// use cohort_cluster::Routing;
+///
+/// struct Order { customer: u64 }
+///
+/// /// Orders of one customer always go to the same registration.
+/// fn by_customer(msg: &AnyMessage) -> u64 {
+///     msg.downcast_ref::<Order>().map_or(0, |o| o.customer)
+/// }
+/// let orders = cluster.group("orders", Routing::ConsistentHash(by_customer));
+/// orders.send(Order { customer: 42 });
+/// let any = cluster.group("orders", Routing::RoundRobin);
+/// # let _ = any;
+/// # }
+/// ```
 #[derive(Clone, Copy)]
 pub enum Routing {
     /// Each message to the next registration, in turn.

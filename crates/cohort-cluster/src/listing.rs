@@ -21,6 +21,18 @@ pub struct ListingEntry {
 /// The mailboxes registered under one key, ordered by node name then registration: what
 /// [`Cluster::lookup`](crate::Cluster::lookup) returns and
 /// [`Cluster::subscribe_key`](crate::Cluster::subscribe_key) delivers on every change.
+///
+/// ```no_run
+/// # fn demo(cluster: &cohort_cluster::Cluster) {
+/// let listing = cluster.lookup("orders");
+/// for entry in &listing.entries {
+///     println!("{} (incarnation {}, local: {})", entry.node, entry.incarnation, entry.local);
+/// }
+/// if let Some(first) = listing.mboxes().next() {
+///     first.send(String::from("hello"));
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Listing {
     /// The key.
