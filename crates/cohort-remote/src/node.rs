@@ -281,6 +281,22 @@ impl Node {
         mbox
     }
 
+    /// Lets peers send to `mbox` under `name` (any mailbox: an agent's direct one, a
+    /// message chain's, a custom one), where [`Node::export`] exports the environment's
+    /// named mailbox. A later export under the same name replaces it.
+    pub fn export_mbox(&self, name: &str, mbox: &Mbox) {
+        self.shared
+            .exports
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name.to_string(), mbox.clone());
+    }
+
+    /// The environment this node was started in.
+    pub fn environment(&self) -> &Environment {
+        &self.shared.env
+    }
+
     /// Stops accepting messages for `name` from peers (later ones are dead letters there,
     /// [`DeliveryFailure::NotExported`]) on connections that had not resolved it yet.
     pub fn unexport(&self, name: &str) {

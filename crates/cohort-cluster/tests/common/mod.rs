@@ -1,0 +1,231 @@
+//! Helpers of the cluster tests: nodes on loopback with fast gossip, event and listing
+//! recorders, a watchdog.
+
+#![allow(dead_code)]
+
+use cohort::{Agent, AnyMessage, Context, CustomMbox, DefineError, Environment, Mbox, WrappedEnv};
+use cohort_cluster::{Cluster, ClusterConfig, Listing, MemberDown, MemberLeft, MemberUp};
+use cohort_remote::{Node, NodeConfig, Registry};
+use serde::{Deserialize, Serialize};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Generous: CI shares two cores with other work.
+pub const WAIT: Duration = Duration::from_secs(40);
+
+/// Runs `body` on a thread of its own; fails the test if it takes over `timeout`.
+pub fn watchdog<T: Send + 'static>(
+    timeout: Duration,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(v)) => v,
+        Ok(Err(p)) => std::panic::resume_unwind(p),
+        Err(RecvTimeoutError::Timeout) => {
+            panic!("watchdog: the test did not finish within {timeout:?}")
+        }
+        Err(RecvTimeoutError::Disconnected) => panic!("watchdog: the test body vanished"),
+    }
+}
+
+/// A message that crosses the wire in routing tests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ping(pub u32);
+
+/// A membership event, as a test sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ev {
+    Up(String, u64),
+    Left(String),
+    Down(String, String),
+}
+
+struct EventSink {
+    events: Mbox,
+    tx: Sender<Ev>,
+}
+
+impl Agent for EventSink {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        let events = self.events.clone();
+        ctx.subscribe(
+            &events,
+            |me: &mut Self, e: &MemberUp, _: &mut Context<'_, Self>| {
+                let _ = me
+                    .tx
+                    .send(Ev::Up(e.member.name.clone(), e.member.incarnation));
+            },
+        )?;
+        ctx.subscribe(
+            &events,
+            |me: &mut Self, e: &MemberLeft, _: &mut Context<'_, Self>| {
+                let _ = me.tx.send(Ev::Left(e.member.name.clone()));
+            },
+        )?;
+        ctx.subscribe(
+            &events,
+            |me: &mut Self, e: &MemberDown, _: &mut Context<'_, Self>| {
+                let _ = me
+                    .tx
+                    .send(Ev::Down(e.member.name.clone(), e.reason.clone()));
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// A mailbox that hands every `T` it receives to a channel.
+pub struct Recorder<T>(Mutex<Sender<T>>);
+
+impl<T: Clone + Send + 'static> CustomMbox for Recorder<T> {
+    fn deliver(&self, msg: AnyMessage) {
+        if let Some(v) = msg.downcast_ref::<T>() {
+            let _ = self.0.lock().unwrap().send(v.clone());
+        }
+    }
+}
+
+/// A recording mailbox and its channel.
+pub fn recorder<T: Clone + Send + Sync + 'static>() -> (Mbox, Receiver<T>) {
+    let (tx, rx) = mpsc::channel();
+    (Mbox::custom(Recorder(Mutex::new(tx))), rx)
+}
+
+pub fn env() -> WrappedEnv {
+    Environment::builder().start().unwrap()
+}
+
+pub fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.register::<Ping>("test.Ping").unwrap();
+    r
+}
+
+pub fn node(env: &WrappedEnv, name: &str, token: &str) -> Arc<Node> {
+    let config = NodeConfig::new(name)
+        .token(token)
+        .listen("127.0.0.1:0".parse().unwrap());
+    Arc::new(Node::start(&env.environment(), config, registry()).unwrap())
+}
+
+/// Fast gossip for tests; the detector keeps its default threshold.
+pub fn config(cluster: &str, seeds: &[String]) -> ClusterConfig {
+    ClusterConfig::new(cluster)
+        .seeds(seeds.iter().cloned())
+        .gossip_interval(Duration::from_millis(200))
+        .leave_timeout(Duration::from_secs(10))
+}
+
+/// A member with its event channel (subscribed before the join, so nothing is missed).
+pub struct Member {
+    pub node: Arc<Node>,
+    pub cluster: Option<Cluster>,
+    pub events: Receiver<Ev>,
+}
+
+impl Member {
+    pub fn cluster(&self) -> &Cluster {
+        self.cluster.as_ref().unwrap()
+    }
+    pub fn seed(&self) -> String {
+        self.cluster().gossip_addr().to_string()
+    }
+}
+
+pub fn join(env: &WrappedEnv, name: &str, config: ClusterConfig) -> Member {
+    join_with_token(env, name, "t", config)
+}
+
+pub fn join_with_token(env: &WrappedEnv, name: &str, token: &str, config: ClusterConfig) -> Member {
+    let node = node(env, name, token);
+    let (tx, rx) = mpsc::channel();
+    let mut coop = env.environment().new_coop();
+    coop.add(EventSink {
+        events: env
+            .environment()
+            .named_mbox(&cohort_cluster::events_mbox_name(name)),
+        tx,
+    });
+    env.environment().register_coop(coop).unwrap();
+    let cluster = Cluster::join(&node, config.token(token)).unwrap();
+    Member {
+        node,
+        cluster: Some(cluster),
+        events: rx,
+    }
+}
+
+/// Waits for an event matching `pred`; returns the events seen before it.
+pub fn wait_event(m: &Member, what: &str, pred: impl Fn(&Ev) -> bool) -> Vec<Ev> {
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match m.events.recv_timeout(left) {
+            Ok(e) if pred(&e) => return seen,
+            Ok(e) => seen.push(e),
+            Err(_) => panic!("no event {what} within {WAIT:?}; saw {seen:?}"),
+        }
+    }
+}
+
+/// Waits until `m` has seen every name in `names` up.
+pub fn wait_up(m: &Member, names: &[&str]) {
+    let mut missing: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+    while !missing.is_empty() {
+        wait_event(
+            m,
+            &format!("up of {missing:?}"),
+            |e| matches!(e, Ev::Up(n, _) if missing.contains(n)),
+        );
+        missing.retain(|n| !m.cluster().members().iter().any(|x| &x.name == n));
+    }
+}
+
+/// Waits for a listing matching `pred` on a subscription channel.
+pub fn wait_listing(
+    rx: &Receiver<Listing>,
+    what: &str,
+    pred: impl Fn(&Listing) -> bool,
+) -> Vec<Listing> {
+    let deadline = Instant::now() + WAIT;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) if pred(&l) => {
+                seen.push(l);
+                return seen;
+            }
+            Ok(l) => seen.push(l),
+            Err(_) => panic!(
+                "no listing {what} within {WAIT:?}; saw {:?}",
+                seen.iter().map(|l| l.nodes()).collect::<Vec<_>>()
+            ),
+        }
+    }
+}
+
+/// Polls `cond` until true, at most [`WAIT`] (for counters, which have no event).
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} not reached within {WAIT:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A loopback UDP address nobody listens on (bound, then freed).
+pub fn dead_addr() -> String {
+    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.local_addr().unwrap().to_string()
+}
