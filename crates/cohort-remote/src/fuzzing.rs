@@ -221,7 +221,7 @@ pub fn handshake(data: &[u8]) {
     }
     if let (true, Err(e)) = (listener, verdict) {
         let mut refusal = Vec::new();
-        frame::encode_refuse(&mut refusal, &e.to_string());
+        frame::encode_refuse(&mut refusal, &handshake::refusal_reason(&e));
         match handshake::parse(&refusal).map(|p| p.map(|(o, _)| handshake::check_welcome(o))) {
             Ok(Some(Err(HandshakeError::Refused(_)))) => {}
             other => panic!("the refusal of {e:?} reads as {:?}", outcome_of(other)),

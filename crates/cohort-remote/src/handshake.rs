@@ -127,7 +127,7 @@ pub(crate) async fn accept(
             crate::defaults::PROTOCOL_VERSION,
             &node.config.name,
         ),
-        Err(e) => frame::encode_refuse(&mut out, &e.to_string()),
+        Err(e) => frame::encode_refuse(&mut out, &refusal_reason(e)),
     }
     let written = stream.write_all(&out).await;
     if result.is_ok() {
@@ -136,6 +136,16 @@ pub(crate) async fn accept(
         let _ = stream.shutdown().await;
     }
     result
+}
+
+/// What a refusal says: the error, cut at a character boundary so that the `Refuse` frame
+/// fits the dialler's handshake maximum (the error can quote a peer's long frame).
+pub(crate) fn refusal_reason(e: &HandshakeError) -> String {
+    // The kind byte and the string's length prefix.
+    let room = MAX_HANDSHAKE_FRAME as usize - 3;
+    let mut reason = e.to_string();
+    reason.truncate(reason.floor_char_boundary(room));
+    reason
 }
 
 /// The dialler's side: returns the listener's name.
