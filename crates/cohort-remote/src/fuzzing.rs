@@ -130,8 +130,8 @@ impl Harness {
 
 /// The frame decoder ([`frame::decode`]): the first two bytes choose the maximum frame
 /// length, the rest is decoded frame after frame. Every frame it accepts lies within the
-/// buffer and the maximum, and encodes back to exactly its bytes; every prefix of it waits
-/// for more bytes or fails as the whole does.
+/// buffer and the maximum, and encodes back to exactly its bytes; a prefix waits for more
+/// bytes or fails as the whole does.
 pub fn frame(data: &[u8]) {
     let Some((max, mut rest)) = data.split_first_chunk::<2>() else {
         return;
@@ -149,6 +149,11 @@ pub fn frame(data: &[u8]) {
             return;
         };
         assert!(n >= frame::HEADER_BYTES && n <= rest.len() && (n - 4) as u32 <= max);
+        assert_eq!(
+            frame::decode(&rest[..n - 1], max),
+            Ok(None),
+            "decided a byte early"
+        );
         assert_eq!(encode(&f), &rest[..n], "{f:?} does not encode to its bytes");
         rest = &rest[n..];
     }
@@ -186,10 +191,14 @@ pub fn handshake(data: &[u8]) {
     let listener = role & 1 == 0;
     let config = &Harness::get().node.shared().config;
     let whole = outcome(handshake::parse(sent));
+    // Once a prefix decides, every longer one decides the same: the first is checked.
     for cut in 0..sent.len() {
         match outcome(handshake::parse(&sent[..cut])) {
             Ok(None) => {}
-            early => assert_eq!(early, whole, "a prefix of {cut} bytes decided otherwise"),
+            early => {
+                assert_eq!(early, whole, "a prefix of {cut} bytes decided otherwise");
+                break;
+            }
         }
     }
     let verdict = match handshake::parse(sent) {
