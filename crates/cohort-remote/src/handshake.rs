@@ -2,6 +2,7 @@
 //! `Welcome` (version, name) or `Refuse` (reason) and closes. Both sides check the version;
 //! the listener checks the token (in constant time) and that the names differ.
 
+use crate::config::NodeConfig;
 use crate::error::HandshakeError;
 use crate::frame::{self, Frame};
 use crate::node::NodeShared;
@@ -14,11 +15,7 @@ const MAX_HANDSHAKE_FRAME: u32 = 4096;
 /// Reads one handshake frame; returns an owned description of it.
 async fn read_one(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<Owned, HandshakeError> {
     loop {
-        if looks_like_tls(buf) {
-            return Err(HandshakeError::PeerUsesTls);
-        }
-        if let Some((f, n)) = frame::decode(buf, MAX_HANDSHAKE_FRAME)? {
-            let owned = Owned::from(f);
+        if let Some((owned, n)) = parse(buf)? {
             buf.drain(..n);
             return Ok(owned);
         }
@@ -33,13 +30,23 @@ async fn read_one(stream: &mut Stream, buf: &mut Vec<u8>) -> Result<Owned, Hands
     }
 }
 
+/// The handshake frame at the start of `buf` and its length, or `None` until all of it is
+/// there.
+pub(crate) fn parse(buf: &[u8]) -> Result<Option<(Owned, usize)>, HandshakeError> {
+    if looks_like_tls(buf) {
+        return Err(HandshakeError::PeerUsesTls);
+    }
+    Ok(frame::decode(buf, MAX_HANDSHAKE_FRAME)?.map(|(f, n)| (Owned::from(f), n)))
+}
+
 /// Whether `buf` starts with a TLS record header (content type 20-23, version 3.1-3.4). A
 /// handshake frame cannot: its length (at most 4 KiB) leaves its third byte zero.
 fn looks_like_tls(buf: &[u8]) -> bool {
     matches!(buf, [0x14..=0x17, 0x03, 0x01..=0x04, ..])
 }
 
-enum Owned {
+/// A handshake frame, copied out of the receive buffer.
+pub(crate) enum Owned {
     Hello {
         version: u16,
         name: String,
@@ -106,28 +113,7 @@ pub(crate) async fn accept(
     let result = match tokio::time::timeout(timeout, read_one(stream, buf)).await {
         Err(_) => Err(HandshakeError::Timeout(timeout)),
         Ok(Err(e)) => Err(e),
-        Ok(Ok(Owned::Hello {
-            version,
-            name,
-            token,
-        })) => {
-            if version != crate::defaults::PROTOCOL_VERSION {
-                Err(HandshakeError::VersionMismatch {
-                    ours: crate::defaults::PROTOCOL_VERSION,
-                    theirs: version,
-                })
-            } else if !same_token(&token, &node.config.token) {
-                Err(HandshakeError::WrongToken)
-            } else if name == node.config.name {
-                Err(HandshakeError::SameName(name))
-            } else {
-                Ok(name)
-            }
-        }
-        Ok(Ok(other)) => Err(HandshakeError::Unexpected {
-            expected: "Hello",
-            got: describe(&other),
-        }),
+        Ok(Ok(hello)) => check_hello(hello, &node.config),
     };
     if let Err(e) = &result {
         // Counted before the peer hears the refusal: what it sees is already in the stats.
@@ -141,7 +127,7 @@ pub(crate) async fn accept(
             crate::defaults::PROTOCOL_VERSION,
             &node.config.name,
         ),
-        Err(e) => frame::encode_refuse(&mut out, &e.to_string()),
+        Err(e) => frame::encode_refuse(&mut out, &refusal_reason(e)),
     }
     let written = stream.write_all(&out).await;
     if result.is_ok() {
@@ -150,6 +136,16 @@ pub(crate) async fn accept(
         let _ = stream.shutdown().await;
     }
     result
+}
+
+/// What a refusal says: the error, cut at a character boundary so that the `Refuse` frame
+/// fits the dialler's handshake maximum (the error can quote a peer's long frame).
+pub(crate) fn refusal_reason(e: &HandshakeError) -> String {
+    // The kind byte and the string's length prefix.
+    let room = MAX_HANDSHAKE_FRAME as usize - 3;
+    let mut reason = e.to_string();
+    reason.truncate(reason.floor_char_boundary(room));
+    reason
 }
 
 /// The dialler's side: returns the listener's name.
@@ -176,7 +172,43 @@ pub(crate) async fn dial(
     match tokio::time::timeout(timeout, exchange).await {
         Err(_) => Err(HandshakeError::Timeout(timeout)),
         Ok(Err(e)) => Err(e),
-        Ok(Ok(Owned::Welcome { version, name })) => {
+        Ok(Ok(welcome)) => check_welcome(welcome),
+    }
+}
+
+/// The listener's verdict on the dialler's first frame: the dialler's name, or why it is
+/// refused.
+pub(crate) fn check_hello(first: Owned, config: &NodeConfig) -> Result<String, HandshakeError> {
+    match first {
+        Owned::Hello {
+            version,
+            name,
+            token,
+        } => {
+            if version != crate::defaults::PROTOCOL_VERSION {
+                Err(HandshakeError::VersionMismatch {
+                    ours: crate::defaults::PROTOCOL_VERSION,
+                    theirs: version,
+                })
+            } else if !same_token(&token, &config.token) {
+                Err(HandshakeError::WrongToken)
+            } else if name == config.name {
+                Err(HandshakeError::SameName(name))
+            } else {
+                Ok(name)
+            }
+        }
+        other => Err(HandshakeError::Unexpected {
+            expected: "Hello",
+            got: describe(&other),
+        }),
+    }
+}
+
+/// The dialler's verdict on the listener's answer: the listener's name, or why not.
+pub(crate) fn check_welcome(answer: Owned) -> Result<String, HandshakeError> {
+    match answer {
+        Owned::Welcome { version, name } => {
             if version != crate::defaults::PROTOCOL_VERSION {
                 Err(HandshakeError::VersionMismatch {
                     ours: crate::defaults::PROTOCOL_VERSION,
@@ -186,8 +218,8 @@ pub(crate) async fn dial(
                 Ok(name)
             }
         }
-        Ok(Ok(Owned::Refuse(reason))) => Err(HandshakeError::Refused(reason)),
-        Ok(Ok(other)) => Err(HandshakeError::Unexpected {
+        Owned::Refuse(reason) => Err(HandshakeError::Refused(reason)),
+        other => Err(HandshakeError::Unexpected {
             expected: "Welcome",
             got: describe(&other),
         }),

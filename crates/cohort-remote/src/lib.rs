@@ -85,6 +85,8 @@ pub mod defaults;
 mod error;
 mod events;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handshake;
 mod mbox_ref;
 mod node;

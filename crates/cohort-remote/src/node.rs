@@ -259,6 +259,11 @@ impl Node {
         })
     }
 
+    /// What the node's tasks share, for the fuzzing entry points.
+    pub(crate) fn shared(&self) -> &Arc<NodeShared> {
+        &self.shared
+    }
+
     /// This node's name.
     pub fn name(&self) -> &str {
         &self.shared.config.name

@@ -16,7 +16,7 @@ use tokio::io::AsyncReadExt;
 
 /// A connection's view of what the peer declared.
 #[derive(Default)]
-struct Inbound {
+pub(crate) struct Inbound {
     /// Peer type id -> local registry entry (`None`: a name this node does not know).
     types: Vec<Option<Option<u32>>>,
     /// Peer mailbox id -> (name, the exported mailbox once resolved).
@@ -25,7 +25,7 @@ struct Inbound {
 
 /// A reason to close the connection.
 #[derive(Debug)]
-enum ProtocolError {
+pub(crate) enum ProtocolError {
     Frame(FrameError),
     UnknownTypeId(u32),
     UnknownMboxId(u32),
@@ -140,6 +140,66 @@ fn handle(
     Ok(true)
 }
 
+/// What one pass over the receive buffer did.
+pub(crate) struct Turn {
+    /// Bytes of the frames decoded (a `Bye`, or a frame whose handling failed, included).
+    pub(crate) consumed: usize,
+    /// `Message` frames among them.
+    pub(crate) messages: u64,
+    /// Whether the peer said `Bye`.
+    pub(crate) bye: bool,
+    /// Why the connection must close, if it must.
+    pub(crate) error: Option<ProtocolError>,
+}
+
+/// Acts on every complete frame at the start of `buf`, stopping at `Bye` or an error.
+pub(crate) fn decode_turn(
+    node: &Arc<NodeShared>,
+    inbound: &mut Inbound,
+    detector: &mut PhiAccrual,
+    buf: &[u8],
+) -> Turn {
+    let max = node.config.max_frame_bytes;
+    let mut at = 0;
+    let mut bye = false;
+    let mut err = None;
+    // Counted once per read, not per message (one atomic add on the receive path).
+    let mut messages = 0u64;
+    // Mailbox references in these messages resolve against this node.
+    let decoding = crate::mbox_ref::decoding_for(node.clone());
+    loop {
+        match frame::decode(&buf[at..], max) {
+            Ok(Some((f, n))) => {
+                at += n;
+                messages += matches!(f, Frame::Message { .. }) as u64;
+                match handle(node, inbound, detector, f) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        bye = true;
+                        break;
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                err = Some(ProtocolError::Frame(e));
+                break;
+            }
+        }
+    }
+    drop(decoding);
+    Turn {
+        consumed: at,
+        messages,
+        bye,
+        error: err,
+    }
+}
+
 /// The connection's reader: decodes frames as they arrive and hands each message to the
 /// exported mailbox it names; watches the peer's heartbeats.
 pub(crate) async fn reader<R: AsyncRead + Unpin>(
@@ -149,7 +209,6 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
     mut buf: Vec<u8>,
 ) {
     let node = peer.node.clone();
-    let max = node.config.max_frame_bytes;
     let mut ended = conn.ended.subscribe();
     let mut inbound = Inbound::default();
     let mut detector = PhiAccrual::new(node.config.phi, Instant::now());
@@ -159,39 +218,12 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     buf.reserve(64 * 1024);
     let reason: String = loop {
-        // Decode every complete frame in the buffer.
-        let mut at = 0;
-        let mut bye = false;
-        let mut err = None;
-        // Counted once per read, not per message (one atomic add on the receive path).
-        let mut messages = 0u64;
-        // Mailbox references in these messages resolve against this node.
-        let decoding = crate::mbox_ref::decoding_for(node.clone());
-        loop {
-            match frame::decode(&buf[at..], max) {
-                Ok(Some((f, n))) => {
-                    at += n;
-                    messages += matches!(f, Frame::Message { .. }) as u64;
-                    match handle(&node, &mut inbound, &mut detector, f) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            bye = true;
-                            break;
-                        }
-                        Err(e) => {
-                            err = Some(e);
-                            break;
-                        }
-                    }
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    err = Some(ProtocolError::Frame(e));
-                    break;
-                }
-            }
-        }
-        drop(decoding);
+        let Turn {
+            consumed: at,
+            messages,
+            bye,
+            error: err,
+        } = decode_turn(&node, &mut inbound, &mut detector, &buf);
         if messages > 0 {
             Counters::add(&node.counters.messages_in, messages);
         }

@@ -67,7 +67,7 @@ impl Codec for Postcard {
     }
 }
 
-type EncodeFn = fn(&AnyMessage, &mut Vec<u8>) -> Result<(), CodecError>;
+pub(crate) type EncodeFn = fn(&AnyMessage, &mut Vec<u8>) -> Result<(), CodecError>;
 type DecodeFn = fn(&[u8]) -> Result<AnyMessage, CodecError>;
 
 /// One registered type.
