@@ -6,6 +6,10 @@
 //! run, every message must be either handled or counted as a dead letter (a `Drop` counter on
 //! the message checks that none is lost or leaked), `wait` must return, and the pool's
 //! threads (`cohort-<name>-<i>`, seen in `/proc/self/task`) must be gone.
+//!
+//! Pools only: the set-up blocks each of a pool's two workers in a gate while the backlog
+//! is queued, and binds with both fifos; on a single-thread dispatcher the second gate could
+//! never be entered. `deregistration.rs` checks finish-after-backlog on every kind.
 
 use crate::common;
 
