@@ -22,8 +22,8 @@ pub const LOCAL_BATCH: usize = 64;
 
 /// From how many queues on a multi-consumer mailbox's subscribers of one type a send goes
 /// through the type's broadcast log (one entry per send, read by every queue) rather than one
-/// demand per queue (`named/log.rs`). Below it, a push per queue costs less than the log's
-/// lock and markers.
+/// demand per queue (`mailbox/multi_consumer/log.rs`). Below it, a push per queue costs less
+/// than the log's lock and markers.
 pub const LOG_MIN_QUEUES: usize = 4;
 
 /// How many remote demands a worker moves to its local half at once (a pool worker moves no

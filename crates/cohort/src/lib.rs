@@ -5,11 +5,12 @@
 //! deregister as a unit, talking through [mailboxes](Mbox), run by
 //! [dispatchers](dispatcher) chosen per agent or per cooperation.
 //!
-//! Where a message goes from `send` to its handler: [`Mbox::send`] → `mbox::deliver_direct`
+//! Where a message goes from `send` to its handler: [`Mbox::send`] → `mailbox::deliver`
 //! → `queue::EventQueue` (local half on the single-thread path, remote half otherwise) →
-//! `dispatcher::worker::run` → `demand::Demand::run` → `cell::AgentRef::handle` →
-//! `cell::AgentBody::handle` (subscription lookup in the current state; a miss goes to
-//! `state::dispatch`: parent states, transfers, dead-letter handlers) → your handler.
+//! `dispatcher::worker::run` → `agent::demand::Demand::run` → `agent::cell::AgentRef::handle`
+//! → `agent::cell::AgentBody::handle` (subscription lookup in the current state; a miss goes
+//! to `agent::state::dispatch`: parent states, transfers, dead-letter handlers) → your
+//! handler.
 //!
 //! ```
 //! use cohort::{Agent, Context, DefineError, Mbox};

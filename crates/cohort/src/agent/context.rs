@@ -5,8 +5,8 @@ use crate::agent::cell::DynCell;
 use crate::agent::state::DEFAULT_STATE;
 use crate::agent::subscription::{Action, HANDLE, Handler, Subscriptions};
 use crate::error::{LimitError, RegisterError, SubscribeError};
-use crate::mailbox::Mbox;
 use crate::mailbox::limits::MessageLimits;
+use crate::mailbox::{ItSelf, Mbox, deliver};
 use crate::message::{Envelope, Mutable};
 use crate::runtime::coop::{Coop, CoopHandle, CoopInner, DeregReason};
 use crate::runtime::env::Environment;
@@ -83,13 +83,15 @@ impl<'a, A: Agent> Context<'a, A> {
     /// ```
     #[inline]
     pub fn send_self<M: Send + Sync + 'static>(&self, msg: M) {
-        crate::mailbox::deliver_to_self(self.cell, Envelope::immutable(msg))
+        let me = ItSelf(self.cell);
+        deliver(me, me.mbox_id(), Envelope::immutable(msg), 0)
     }
 
     /// Sends a mutable message to this agent's own direct mailbox.
     #[inline]
     pub fn send_self_mut<M: Send + 'static>(&self, msg: M) {
-        crate::mailbox::deliver_to_self(self.cell, Envelope::mutable(msg))
+        let me = ItSelf(self.cell);
+        deliver(me, me.mbox_id(), Envelope::mutable(msg), 0)
     }
 
     /// Subscribes `handler` to immutable messages of type `M` sent to the agent's direct

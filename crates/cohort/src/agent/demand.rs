@@ -25,7 +25,7 @@ pub(crate) enum Control {
         msg: Envelope,
     },
     /// The subscribers bound to this queue have entries to handle in a broadcast log (one
-    /// send to subscribers on many queues): see `named/log.rs`.
+    /// send to subscribers on many queues): see `mailbox/multi_consumer/log.rs`.
     Log(Marker<QueueGroup>),
     /// A lifecycle step (start, finish) for the agents of one cooperation bound to one queue.
     Lifecycle {

@@ -76,7 +76,7 @@ pub(crate) type SharedHandler<A> = Box<dyn Fn(&A, &Envelope) + Send + Sync>;
 
 /// The subscription table of one agent, with its states.
 ///
-/// Two words, as before states existed: a stateless agent pays no memory for them.
+/// Two words: a stateless agent pays no memory for states.
 pub(crate) struct Subscriptions<A: Agent> {
     entries: ThinVec<Entry<A>>,
     /// States, hooks and the dead-letter handler; `None` until the agent uses one.

@@ -165,9 +165,3 @@ impl fmt::Debug for AnyMessage {
             .finish()
     }
 }
-
-/// Delivers `msg` to a custom mailbox.
-#[inline]
-pub(crate) fn deliver_custom(target: &dyn CustomMbox, msg: Envelope) {
-    target.deliver(AnyMessage::from_envelope(msg))
-}

@@ -1,24 +1,26 @@
-//! Mailboxes: where messages are sent.
+//! [`Mbox`]: the handle through which messages are sent.
 //!
-//! [`Mbox`] is a cheap handle (two words) usable from any thread. It is either an agent's
+//! An [`Mbox`] is a cheap handle (two words) usable from any thread. It is either an agent's
 //! direct mailbox (multi-producer, single-consumer) or an [`IndirectMbox`]: a multi-consumer
-//! mailbox (named or anonymous), a unique-subscribers one (`named/mod.rs` for both), or a custom
-//! one written outside the core ([`CustomMbox`]: message chains, remote proxies). `send` is
-//! a `match` over these, never a dynamic call, except into a custom mailbox.
+//! mailbox (named or anonymous) or a unique-subscribers one (both in `multi_consumer/`), or a
+//! custom one written outside the core ([`CustomMbox`]: message chains, remote proxies).
+//! `send` is a `match` over these, never a dynamic call, except into a custom mailbox.
 //!
-//! The path of one message: [`Mbox::send`] builds an [`Envelope`] and calls `deliver_at`,
-//! which checks the agent's status, applies its message limits (`limits.rs`, if it has any)
-//! and pushes a [`Demand`] to the agent's [`EventQueue`](crate::queue::EventQueue): its
-//! local half when the sender runs on that queue, else its remote half. The worker running
-//! the queue pops it and calls [`AgentRef::handle`], which finds the handler in the agent's
-//! subscriptions for its current state (`subscription.rs`, `state/dispatch.rs`) and calls
-//! it. A multi-consumer mailbox (`NamedMbox::route`) does the same once per receiving queue.
+//! The path of one message: [`Mbox::send`] builds an [`Envelope`] and calls
+//! [`deliver`](super::deliver), which checks the agent's status, applies its message limits
+//! (`limits.rs`, if it has any) and pushes a demand to the agent's
+//! [`EventQueue`](crate::queue::EventQueue): its local half when the sender runs on that
+//! queue, else its remote half. The worker running the queue pops it and calls
+//! [`AgentRef::handle`](crate::agent::cell::AgentRef::handle), which finds the handler in the
+//! agent's subscriptions for its current state (`agent/subscription.rs`,
+//! `agent/state/dispatch.rs`) and calls it. A multi-consumer mailbox (`NamedMbox::route`)
+//! calls the same `deliver` once per receiving agent, or queues one broadcast demand per
+//! receiving queue.
 
-use crate::agent::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell};
-use crate::agent::demand::Demand;
+use crate::agent::cell::DynCell;
 use crate::error::{SendError, SubscribeError};
-use crate::mailbox::custom::{CustomMbox, deliver_custom};
-use crate::mailbox::limits::Admit;
+use crate::mailbox::custom::{AnyMessage, CustomMbox};
+use crate::mailbox::deliver::deliver;
 use crate::mailbox::multi_consumer::NamedMbox;
 use crate::message::Envelope;
 use crate::trace::{self, TraceStep};
@@ -276,7 +278,7 @@ impl Mbox {
     pub(crate) fn deliver_envelope(&self, msg: Envelope, depth: u8) -> Result<(), SendError> {
         match &self.kind {
             MboxKind::Direct(cell) => {
-                deliver_at(cell, cell.mbox_id(), msg, depth);
+                deliver(cell, cell.mbox_id(), msg, depth);
                 Ok(())
             }
             MboxKind::Indirect(m) => match &**m {
@@ -285,7 +287,7 @@ impl Mbox {
                     Ok(())
                 }
                 IndirectMbox::Custom(t) if !msg.is_mutable() || t.accepts_mutable() => {
-                    deliver_custom(&**t, msg);
+                    t.deliver(AnyMessage::from_envelope(msg));
                     Ok(())
                 }
                 _ => Err(SendError::MutableToMultiConsumer {
@@ -308,10 +310,12 @@ impl Mbox {
             self.trace_sent(std::any::type_name::<M>());
         }
         match &self.kind {
-            MboxKind::Direct(cell) => deliver_direct(cell, Envelope::immutable(msg)),
+            MboxKind::Direct(cell) => deliver(cell, cell.mbox_id(), Envelope::immutable(msg), 0),
             MboxKind::Indirect(m) => match &**m {
                 IndirectMbox::Named(n) => n.publish(msg),
-                IndirectMbox::Custom(t) => deliver_custom(&**t, Envelope::immutable(msg)),
+                IndirectMbox::Custom(t) => {
+                    t.deliver(AnyMessage::from_envelope(Envelope::immutable(msg)))
+                }
             },
         }
     }
@@ -330,7 +334,7 @@ impl Mbox {
         }
         match &self.kind {
             MboxKind::Direct(cell) => {
-                deliver_direct(cell, Envelope::mutable(msg));
+                deliver(cell, cell.mbox_id(), Envelope::mutable(msg), 0);
                 Ok(())
             }
             MboxKind::Indirect(_) => self.deliver_envelope(Envelope::mutable(msg), 0),
@@ -351,129 +355,6 @@ impl Mbox {
             MboxKind::Direct(_) => None,
             MboxKind::Indirect(m) => m.name(),
         }
-    }
-}
-
-/// Delivers to the agent whose hook is running on this thread (a send to itself): no refcount
-/// taken, since the agent's own demands keep running on this queue.
-#[inline(always)]
-pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
-    // SAFETY: the caller's context proves the cell is alive (one of its hooks is running).
-    let cell_ref = unsafe { cell.as_ref() };
-    let header = &cell_ref.header;
-    if header.status() != ACTIVE {
-        return reject(header, msg);
-    }
-    let mbox = cell_ref.mbox_id();
-    let (msg, counted) = match admit(cell_ref, mbox, msg, 0) {
-        Some(admitted) => admitted,
-        None => return,
-    };
-    // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
-    let queue = unsafe { header.queue() };
-    if queue.is_running_here() {
-        // SAFETY: as in `deliver_at`'s local path.
-        unsafe {
-            queue.push_local_with(|| Demand::Message {
-                agent: AgentRef::borrowed_ptr(cell, mbox).counted(counted),
-                msg,
-            })
-        }
-    } else {
-        // `define` runs on the registering thread; it sees `NEW` above, so this is only
-        // reached by unusual set-ups; take a reference like any other sender.
-        let ptr = cell.as_ptr() as *const DynCell;
-        // SAFETY: the cell lives in an `Arc` and is alive: one more strong count.
-        let arc = unsafe {
-            Arc::increment_strong_count(ptr);
-            Arc::from_raw(ptr)
-        };
-        queue.push_remote_with(|_| Demand::Message {
-            agent: AgentRef::owned(arc, mbox).counted(counted),
-            msg,
-        })
-    }
-}
-
-/// Applies the agent's message limits (if any) and traces the queueing (if on): the
-/// envelope to queue and whether it was counted, or `None` when a limit took it.
-#[inline(always)]
-fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Envelope, bool)> {
-    let header = &cell.header;
-    let agent = cell.mbox_id();
-    let admitted = match cell.limits() {
-        None => (msg, false),
-        Some(limits) => match limits.admit(&header.env, agent, msg, depth) {
-            Admit::Counted(msg) => (msg, true),
-            Admit::Free(msg) => (msg, false),
-            Admit::Taken => return None,
-        },
-    };
-    if trace::on() {
-        header
-            .env
-            .trace_step(TraceStep::Queued, &admitted.0, Some(mbox), Some(agent));
-    }
-    Some(admitted)
-}
-
-#[cold]
-fn reject(header: &crate::agent::cell::Header, msg: Envelope) {
-    let why = if header.status() == crate::agent::cell::NEW {
-        DeliveryFailure::NotRegistered
-    } else {
-        DeliveryFailure::ReceiverGone
-    };
-    header.dead_letter(msg, why)
-}
-
-#[inline(always)]
-fn deliver_direct(cell: &Arc<DynCell>, msg: Envelope) {
-    deliver_to(cell, cell.mbox_id(), msg)
-}
-
-/// Delivers `msg` to the agent of `cell`, as arriving through mailbox `mbox`.
-#[inline(always)]
-pub(crate) fn deliver_to(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope) {
-    deliver_at(cell, mbox, msg, 0)
-}
-
-/// As [`deliver_to`], for a message redirected `depth` times by message limits.
-#[inline(always)]
-pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth: u8) {
-    let header = &cell.header;
-    if header.status() != ACTIVE {
-        return reject(header, msg);
-    }
-    let (msg, counted) = match admit(cell, mbox, msg, depth) {
-        Some(admitted) => admitted,
-        None => return,
-    };
-    // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
-    let queue = unsafe { header.queue() };
-    if queue.is_running_here() {
-        // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
-        // valid until the demand runs, and the local push happens on the running thread.
-        unsafe {
-            queue.push_local_with(|| Demand::Message {
-                agent: AgentRef::borrowed(cell, mbox).counted(counted),
-                msg,
-            })
-        }
-    } else {
-        // Built in its place in the queue, after the claim or reservation, and borrowing the
-        // agent when the queue lends (see `push_remote_with`).
-        queue.push_remote_with(|borrow| Demand::Message {
-            agent: if borrow {
-                // SAFETY: the queue lends: the demand was reserved before its finish step,
-                // which runs it before `finish` (see `AgentRef::borrowed`).
-                unsafe { AgentRef::borrowed(cell, mbox) }
-            } else {
-                AgentRef::owned(cell.clone(), mbox)
-            }
-            .counted(counted),
-            msg,
-        })
     }
 }
 

@@ -4,10 +4,12 @@
 
 pub(crate) mod custom;
 pub(crate) mod dead_letter;
+mod deliver;
 mod handle;
 pub(crate) mod limits;
 pub(crate) mod multi_consumer;
 pub(crate) mod request;
 
-pub(crate) use handle::{IndirectMbox, WeakMbox, deliver_at, deliver_to_self};
+pub(crate) use deliver::{ItSelf, deliver};
+pub(crate) use handle::{IndirectMbox, WeakMbox};
 pub use handle::{Mbox, MboxId};

@@ -2,7 +2,7 @@
 //! the one word its header already spent on the environment.
 //!
 //! The word is an `Arc<E>` pointer, or (bit 0 set) a pointer to a boxed [`Limited`] that owns
-//! that `Arc` and the limits. So a cell without limits stays as small as before (skynet's
+//! that `Arc` and the limits. So a cell without limits pays no memory for them (skynet's
 //! memory budget), and the send path tells the two apart by one bit of a word it shares a
 //! cache line with. The word changes once, while the agent is defined (status `NEW`); senders
 //! read the limits only after seeing the agent `ACTIVE`, which the registering thread

@@ -4,8 +4,8 @@
 //! limits; plus the agent's dead-letter handler.
 //!
 //! An agent that never creates a state lives in its default state and pays nothing: its
-//! handlers are looked up as before (the table scan compares one more small field), and no
-//! state storage exists.
+//! handlers are found by the same table scan (which also compares a small state index), and
+//! no state storage exists.
 //!
 //! How it works: each subscription entry carries the index of its state. A message is looked
 //! up in the current (innermost) state first; on a miss the parents are walked, so switching

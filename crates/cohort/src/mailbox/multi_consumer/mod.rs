@@ -24,7 +24,7 @@ use crate::agent::cell::DynCell;
 use crate::agent::demand::{BroadcastTargets, Demand};
 use crate::error::SubscribeError;
 use crate::mailbox::dead_letter::DeliveryFailure;
-use crate::mailbox::{MboxId, deliver_at};
+use crate::mailbox::{MboxId, deliver};
 use crate::message::Envelope;
 use crate::queue::EventQueue;
 use crate::runtime::env::EnvShared;
@@ -429,14 +429,14 @@ impl NamedMbox {
         if let Some((key, cell)) = &subs.only
             && *key == msg.key()
         {
-            deliver_at(cell, self.id(), msg, 0);
+            deliver(cell, self.id(), msg, 0);
             return Rest::Done;
         }
         let Some(t) = subs.get(&msg.key()).filter(|t| !t.is_empty()) else {
             return Rest::NoSubscriber(msg);
         };
         if let Some(cell) = &t.sole {
-            deliver_at(cell, self.id(), msg, 0);
+            deliver(cell, self.id(), msg, 0);
             return Rest::Done;
         }
         let mut msg = msg;
@@ -507,7 +507,7 @@ impl NamedMbox {
             };
             let Some(msg) = msg else { return };
             if let [cell] = &targets.cells[..] {
-                deliver_at(cell, targets.mbox, msg, 0);
+                deliver(cell, targets.mbox, msg, 0);
                 continue;
             }
             if trace::on() {
@@ -551,7 +551,7 @@ impl NamedMbox {
                 m.duplicate()
             };
             let Some(m) = m else { return };
-            deliver_at(&s.cell, self.id(), m, depth);
+            deliver(&s.cell, self.id(), m, depth);
         }
     }
 

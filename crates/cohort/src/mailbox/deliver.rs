@@ -1,0 +1,151 @@
+//! [`deliver`]: the one path by which a message reaches an agent's queue, whoever sends it
+//! (a direct mailbox, a multi-consumer one, a message limit's redirect, the agent itself).
+//!
+//! It checks the agent's status, applies its message limits (if it has any), traces the
+//! queueing (if on), and pushes a message [`Demand`] to the agent's queue: its local half
+//! when the sender runs that queue, else its remote half. What differs between senders is
+//! only how the demand refers to the agent ([`Receiver`]), so the generic function is
+//! monomorphised per kind and no sender pays for the others' cases.
+
+use crate::agent::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell, Header, NEW};
+use crate::agent::demand::Demand;
+use crate::mailbox::MboxId;
+use crate::mailbox::limits::Admit;
+use crate::message::Envelope;
+use crate::trace::{self, TraceStep};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// How a sender holds the receiving agent, which decides how a demand refers to it.
+pub(crate) trait Receiver: Copy {
+    /// The receiving agent's cell, alive for the whole send.
+    fn cell(&self) -> &DynCell;
+    /// The agent as a demand on its queue's remote half refers to it: borrowed when the
+    /// queue lends (`lend`, see `EventQueue::push_remote_with`) and the kind allows it, else
+    /// owned.
+    fn remote_ref(self, lend: bool, mbox: MboxId) -> AgentRef;
+}
+
+/// Any sender holding the agent's `Arc` (its direct mailbox, a multi-consumer mailbox's
+/// subscriber list).
+impl Receiver for &Arc<DynCell> {
+    #[inline(always)]
+    fn cell(&self) -> &DynCell {
+        self
+    }
+
+    #[inline(always)]
+    fn remote_ref(self, lend: bool, mbox: MboxId) -> AgentRef {
+        if lend {
+            // SAFETY: the queue lends: the demand was reserved before its finish step,
+            // which runs it before `finish` (see `AgentRef::borrowed`); the sender holds a
+            // strong count until the demand is in the queue.
+            unsafe { AgentRef::borrowed(self, mbox) }
+        } else {
+            AgentRef::owned(self.clone(), mbox)
+        }
+    }
+}
+
+/// The agent whose hook or handler runs on this thread, sending to itself: it holds no
+/// count, since its cooperation keeps the cell alive while any of its hooks runs.
+#[derive(Clone, Copy)]
+pub(crate) struct ItSelf(pub(crate) NonNull<DynCell>);
+
+impl ItSelf {
+    /// The agent's direct mailbox id.
+    #[inline(always)]
+    pub(crate) fn mbox_id(self) -> MboxId {
+        self.cell().mbox_id()
+    }
+}
+
+impl Receiver for ItSelf {
+    #[inline(always)]
+    fn cell(&self) -> &DynCell {
+        // SAFETY: one of the agent's hooks is running (the context that made `self` proves
+        // it), so its cooperation holds the cell.
+        unsafe { self.0.as_ref() }
+    }
+
+    #[inline(always)]
+    fn remote_ref(self, _lend: bool, mbox: MboxId) -> AgentRef {
+        // Reached only when the agent's handler runs off its queue's thread (thread-safe
+        // handlers on adv_thread_pool, or `define` on the registering thread, which sees
+        // `NEW` first): take a count like any other sender.
+        let ptr = self.0.as_ptr() as *const DynCell;
+        // SAFETY: the cell lives in an `Arc` and is alive: one more strong count.
+        let arc = unsafe {
+            Arc::increment_strong_count(ptr);
+            Arc::from_raw(ptr)
+        };
+        AgentRef::owned(arc, mbox)
+    }
+}
+
+/// Delivers `msg` to the agent `to`, as arriving through mailbox `mbox`, `depth` redirects
+/// by message limits away from its first mailbox.
+#[inline(always)]
+pub(crate) fn deliver<R: Receiver>(to: R, mbox: MboxId, msg: Envelope, depth: u8) {
+    let cell = to.cell();
+    let header = &cell.header;
+    if header.status() != ACTIVE {
+        return reject(header, msg);
+    }
+    let (msg, counted) = match admit(cell, mbox, msg, depth) {
+        Some(admitted) => admitted,
+        None => return,
+    };
+    // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
+    let queue = unsafe { header.queue() };
+    if queue.is_running_here() {
+        let agent = NonNull::from(cell);
+        // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
+        // valid until the demand runs, and the local push happens on the running thread.
+        unsafe {
+            queue.push_local_with(|| Demand::Message {
+                agent: AgentRef::borrowed_ptr(agent, mbox).counted(counted),
+                msg,
+            })
+        }
+    } else {
+        // Built in its place in the queue, after the claim or reservation.
+        queue.push_remote_with(|lend| Demand::Message {
+            agent: to.remote_ref(lend, mbox).counted(counted),
+            msg,
+        })
+    }
+}
+
+/// Applies the agent's message limits (if any) and traces the queueing (if on): the
+/// envelope to queue and whether it was counted, or `None` when a limit took it.
+#[inline(always)]
+fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Envelope, bool)> {
+    let header = &cell.header;
+    let agent = cell.mbox_id();
+    let admitted = match cell.limits() {
+        None => (msg, false),
+        Some(limits) => match limits.admit(&header.env, agent, msg, depth) {
+            Admit::Counted(msg) => (msg, true),
+            Admit::Free(msg) => (msg, false),
+            Admit::Taken => return None,
+        },
+    };
+    if trace::on() {
+        header
+            .env
+            .trace_step(TraceStep::Queued, &admitted.0, Some(mbox), Some(agent));
+    }
+    Some(admitted)
+}
+
+/// Counts a message for an agent that does not accept messages as a dead letter.
+#[cold]
+fn reject(header: &Header, msg: Envelope) {
+    let why = if header.status() == NEW {
+        DeliveryFailure::NotRegistered
+    } else {
+        DeliveryFailure::ReceiverGone
+    };
+    header.dead_letter(msg, why)
+}
