@@ -4,6 +4,7 @@
 
 use super::bound_count::BoundCount;
 use super::{BindParams, DispatcherCore, DispatcherHandle};
+use crate::agent::cell::{DynCell, NEW};
 use crate::error::{BindError, DispatcherError};
 use crate::queue::{EventQueue, RunningGuard};
 use crate::runtime::coop::CoopId;
@@ -51,6 +52,22 @@ impl TestThread {
                 None => false,
             }
         }
+    }
+
+    /// The active states of the agent in `cell`, innermost first; `None` unless the agent
+    /// is bound to this dispatcher. Called between steps, on the stepping thread.
+    pub(crate) fn state_path(&self, cell: &DynCell) -> Option<Vec<String>> {
+        if cell.header.status() == NEW {
+            return None;
+        }
+        // SAFETY: the status left `NEW` (acquire load above), so the queue is bound.
+        let q = unsafe { cell.header.queue_arc() };
+        if !Arc::ptr_eq(q, &self.queue) {
+            return None;
+        }
+        // SAFETY: the agent's demands run only in `step`, on this thread (the caller), and no
+        // step is running: a handler cannot call back into its `!Send` test environment.
+        Some(unsafe { cell.body_shared() }.state_path())
     }
 }
 

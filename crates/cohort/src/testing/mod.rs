@@ -216,6 +216,28 @@ impl TestEnv {
         }
     }
 
+    /// The states the agent of direct mailbox `agent` is in, innermost first (its current
+    /// state, then that state's parents); `["<default>"]` for an agent without states.
+    /// `None` for a mailbox that is not the direct mailbox of an agent of this test
+    /// dispatcher.
+    pub fn agent_state(&self, agent: &Mbox) -> Option<Vec<String>> {
+        self.inner.core.state_path(agent.as_direct()?)
+    }
+
+    /// Checks that the agent of direct mailbox `agent` is in the state named `state` (its
+    /// current state or one of that state's parents).
+    pub fn expect_state(&self, agent: &Mbox, state: &str) -> Result<(), TestError> {
+        let path = self.agent_state(agent).unwrap_or_default();
+        if path.iter().any(|s| s == state) {
+            Ok(())
+        } else {
+            Err(TestError::WrongState {
+                expected: state.to_string(),
+                actual: path.join(" < "),
+            })
+        }
+    }
+
     /// Every message handled since the last call: (agent's direct mailbox id, message type),
     /// in order.
     pub fn take_handled(&self) -> Vec<(crate::MboxId, &'static str)> {
