@@ -281,3 +281,51 @@ fn a_timer_scheduled_from_another_thread_fires_only_when_the_test_advances() {
         assert_eq!(p.expect_message(Duration::from_millis(1)).unwrap(), Pong(1));
     });
 }
+
+/// Registers a child cooperation with an `Echo` replying to `reply_to` when it starts.
+struct Parent {
+    reply_to: Mbox,
+    child: Option<Mbox>,
+}
+impl Agent for Parent {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, p: &Ping, _| {
+            me.child.as_ref().expect("child registered").send(p.clone())
+        })?;
+        Ok(())
+    }
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        let mut coop = ctx.new_child_coop();
+        let echo = coop.add(Echo {
+            reply_to: self.reply_to.clone(),
+        });
+        self.child = Some(echo.mbox());
+        ctx.register_coop(coop).expect("the child registers");
+    }
+}
+
+#[test]
+fn child_cooperations_run_on_the_test_thread_too() {
+    watchdog(TIMEOUT, || {
+        let t = TestEnv::new();
+        let replies = t.probe::<Pong>().unwrap();
+        let mut coop = t.new_coop();
+        let parent = coop
+            .add(Parent {
+                reply_to: replies.mbox(),
+                child: None,
+            })
+            .mbox();
+        t.register(coop).unwrap();
+        t.run_until_quiet().unwrap();
+        assert_eq!(t.environment().coop_count(), 3); // the probe's, the parent's, the child's
+        t.send(&parent, Ping(5));
+        assert!(replies.is_empty());
+        assert_eq!(t.run_until_quiet().unwrap(), 3); // parent, child, probe
+        assert_eq!(replies.try_take(), Some(Pong(5)));
+        let log = t.take_handled();
+        assert_eq!(log.len(), 3);
+        assert_eq!(log[0].0, parent.id());
+        assert!(log[1].1.ends_with("Ping") && log[2].1.ends_with("Pong"));
+    });
+}

@@ -3,12 +3,11 @@
 //! exactly when and in which order agents run.
 
 use super::bound_count::BoundCount;
-use super::{BindParams, DispatcherCore, DispatcherHandle};
+use super::{BindParams, DispatcherCore};
 use crate::agent::cell::{DynCell, NEW};
-use crate::error::{BindError, DispatcherError};
+use crate::error::BindError;
 use crate::queue::{EventQueue, RunningGuard};
 use crate::runtime::coop::CoopId;
-use crate::runtime::env::Environment;
 use crate::stats::DispatcherStats;
 use std::sync::Arc;
 
@@ -19,16 +18,13 @@ pub(crate) struct TestThread {
 }
 
 impl TestThread {
-    /// Registers a `test_thread` dispatcher with `env`.
-    pub(crate) fn build(
-        env: &Environment,
-    ) -> Result<(DispatcherHandle, Arc<Self>), DispatcherError> {
-        let core = Arc::new(Self {
+    /// A `test_thread` dispatcher, to be an environment's default one
+    /// (`EnvironmentBuilder::default_dispatcher`).
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self {
             queue: Arc::new(EventQueue::new()),
             bound: BoundCount::default(),
-        });
-        env.shared().add_dispatcher(core.clone())?;
-        Ok((DispatcherHandle::new(core.clone()), core))
+        })
     }
 
     /// Runs the next demand on the calling thread; false when the queue is empty.

@@ -1,10 +1,10 @@
 //! A test kit for your agents: run them deterministically on the test thread, with virtual
 //! time, and check what they did.
 //!
-//! A [`TestEnv`] is an environment whose cooperations run on a dispatcher without a thread:
-//! nothing runs until the test steps it ([`TestEnv::step`], [`TestEnv::run_until_quiet`]).
-//! Its timers (delayed and periodic messages, state time limits) follow a virtual clock that
-//! only [`TestEnv::advance`] moves. So a scenario is a plain sequence: send, run until quiet,
+//! A [`TestEnv`] is an environment whose default dispatcher has no thread (no worker thread
+//! is started at all): nothing runs until the test steps it ([`TestEnv::step`],
+//! [`TestEnv::run_until_quiet`]). Its timers (delayed and periodic messages, state time
+//! limits) follow a virtual clock that only [`TestEnv::advance`] moves. So a scenario is a plain sequence: send, run until quiet,
 //! check; advance the clock, check again. Same input, same run, every time.
 //!
 //! The checks:
@@ -103,13 +103,15 @@ impl Default for TestEnv {
 impl TestEnv {
     /// A test environment at virtual time zero, with no cooperation.
     ///
-    /// Panics if the environment cannot start (its default dispatcher's thread cannot be
-    /// spawned).
+    /// Its default dispatcher is the test dispatcher: no worker thread is started, and
+    /// cooperations the agents register themselves run on the test thread too.
     pub fn new() -> Self {
         let handled: HandledLog = Arc::default();
         let log = handled.clone();
+        let core = TestThread::new();
         let env = Environment::builder()
             .autoshutdown(false)
+            .default_dispatcher(core.clone())
             .message_tracing(MessageTracing::to_fn(move |e| {
                 if let (TraceStep::Handled, Some(agent)) = (e.step, e.agent) {
                     log.lock()
@@ -120,10 +122,9 @@ impl TestEnv {
             .start()
             .expect("the test environment starts");
         env.shared().timers.use_manual_clock();
-        let (disp, core) = TestThread::build(&env).expect("a new environment takes a dispatcher");
         Self {
             inner: Rc::new(Inner {
-                binder: disp.binder(),
+                binder: env.default_binder(),
                 env: Some(env),
                 core,
                 handled,
@@ -137,8 +138,8 @@ impl TestEnv {
         self.inner.env()
     }
 
-    /// The binder of the test dispatcher (every cooperation registered with
-    /// [`register`](Self::register) gets it).
+    /// The binder of the test dispatcher, the environment's default one (every cooperation
+    /// registered with [`register`](Self::register) gets it).
     pub fn binder(&self) -> Binder {
         self.inner.binder.clone()
     }
