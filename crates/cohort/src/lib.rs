@@ -65,6 +65,7 @@ mod queue;
 mod runtime;
 mod stats;
 mod sync;
+pub mod testing;
 pub mod timer;
 mod trace;
 

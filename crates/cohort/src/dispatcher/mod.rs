@@ -52,6 +52,7 @@ pub(crate) mod pool;
 mod pool_builders;
 mod prio_one_thread;
 mod prio_worker;
+pub(crate) mod test_thread;
 pub(crate) mod worker;
 
 pub use active_group::ActiveGroupBuilder;

@@ -234,6 +234,14 @@ impl Mbox {
         }
     }
 
+    /// The agent behind a direct mailbox.
+    pub(crate) fn as_direct(&self) -> Option<&Arc<DynCell>> {
+        match &self.kind {
+            MboxKind::Direct(cell) => Some(cell),
+            _ => None,
+        }
+    }
+
     /// The named (or anonymous) multi-consumer mailbox behind this handle, if it is one.
     pub(crate) fn as_named(&self) -> Option<&Arc<IndirectMbox>> {
         match &self.kind {

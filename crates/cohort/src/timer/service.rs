@@ -14,7 +14,7 @@ use super::Entry;
 use super::queue::{Queue, TimerQueue};
 use super::task::{Fired, Task};
 use crate::defaults;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -52,6 +52,10 @@ pub(crate) struct TimerService {
     /// Entries in the queue (updated under `state`).
     queued: AtomicUsize,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Set before the first timer by a test environment: time is `virtual_now`, moved only
+    /// by [`advance_to`](Self::advance_to), and no thread is spawned.
+    manual: AtomicBool,
+    virtual_now: AtomicU64,
 }
 
 impl TimerService {
@@ -71,6 +75,8 @@ impl TimerService {
             cancelled: AtomicIsize::new(0),
             queued: AtomicUsize::new(0),
             thread: Mutex::new(None),
+            manual: AtomicBool::new(false),
+            virtual_now: AtomicU64::new(0),
         })
     }
 
@@ -80,7 +86,54 @@ impl TimerService {
 
     /// Nanoseconds since the service was created.
     fn now(&self) -> u64 {
+        if self.manual.load(Ordering::Relaxed) {
+            return self.virtual_now.load(Ordering::Relaxed);
+        }
         nanos(self.epoch.elapsed())
+    }
+
+    /// Switches to a manual clock (virtual time starting at zero) fired by
+    /// [`advance_to`](Self::advance_to) on the caller's thread: for the test kit, before
+    /// any timer is scheduled.
+    pub(crate) fn use_manual_clock(&self) {
+        self.manual.store(true, Ordering::Relaxed);
+    }
+
+    /// The manual clock's time.
+    pub(crate) fn virtual_now(&self) -> Duration {
+        Duration::from_nanos(self.virtual_now.load(Ordering::Relaxed))
+    }
+
+    /// The earliest pending deadline, on the service's clock.
+    pub(crate) fn next_deadline(&self) -> Option<Duration> {
+        self.lock().queue.next_deadline().map(Duration::from_nanos)
+    }
+
+    /// Manual clock: fires, on this thread and in deadline order, every timer due up to
+    /// `target`, the clock standing at each one's deadline when it fires; then sets the
+    /// clock to `target` (never backwards).
+    pub(crate) fn advance_to(&self, target: Duration) {
+        let target = nanos(target);
+        let (mut due, mut again) = (Vec::new(), Vec::new());
+        loop {
+            {
+                let mut st = self.lock();
+                if st.stopped {
+                    break;
+                }
+                match st.queue.next_deadline() {
+                    Some(at) if at <= target => {
+                        self.virtual_now.fetch_max(at, Ordering::Relaxed);
+                        // One deadline at a time, so a timer scheduled while firing fires in turn.
+                        st.queue.pop_due(at, &mut due);
+                        self.queued.store(st.queue.len(), Ordering::Relaxed);
+                    }
+                    _ => break,
+                }
+            }
+            self.fire(&mut due, &mut again);
+        }
+        self.virtual_now.fetch_max(target, Ordering::Relaxed);
     }
 
     /// Active timers.
@@ -100,7 +153,9 @@ impl TimerService {
             return Err(Refused::Stopped);
         }
         if !st.started {
-            self.spawn()?;
+            if !self.manual.load(Ordering::Relaxed) {
+                self.spawn()?;
+            }
             st.started = true;
         }
         let seq = st.next_seq;
@@ -194,49 +249,54 @@ impl TimerService {
                 st.sleeping_until = 0;
                 self.queued.store(st.queue.len(), Ordering::Relaxed);
             }
-            let now = self.now();
-            for e in due.drain(..) {
-                if self.stopped.load(Ordering::Acquire) {
-                    // `stop` may be running on this very thread (a dead-letter hook): what
-                    // it could not reach is cancelled here.
-                    if e.task.cancel() {
-                        self.active.fetch_sub(1, Ordering::Relaxed);
-                    }
-                    continue;
-                }
-                match e.task.fire(&self.active) {
-                    Fired::Done => {}
-                    Fired::Again(period) => {
-                        let mut at = e.at.saturating_add(period);
-                        if at <= now {
-                            // Late by more than a period: no burst to catch up.
-                            at = now.saturating_add(period);
-                        }
-                        again.push(Entry { at, ..e });
-                    }
-                    Fired::Cancelled => {
-                        self.cancelled.fetch_sub(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            if !again.is_empty() {
-                let mut st = self.lock();
-                if !st.stopped {
-                    for mut e in again.drain(..) {
-                        e.seq = st.next_seq;
-                        st.next_seq += 1;
-                        st.queue.push(e);
-                    }
-                    self.queued.store(st.queue.len(), Ordering::Relaxed);
-                }
-            }
-            for e in again.drain(..) {
-                // Stopped meanwhile.
+            self.fire(&mut due, &mut again);
+            self.maybe_compact();
+        }
+    }
+
+    /// Fires the `due` timers and queues again the periodic ones (`again` is scratch).
+    fn fire(&self, due: &mut Vec<Entry>, again: &mut Vec<Entry>) {
+        let now = self.now();
+        for e in due.drain(..) {
+            if self.stopped.load(Ordering::Acquire) {
+                // `stop` may be running on this very thread (a dead-letter hook): what
+                // it could not reach is cancelled here.
                 if e.task.cancel() {
                     self.active.fetch_sub(1, Ordering::Relaxed);
                 }
+                continue;
             }
-            self.maybe_compact();
+            match e.task.fire(&self.active) {
+                Fired::Done => {}
+                Fired::Again(period) => {
+                    let mut at = e.at.saturating_add(period);
+                    if at <= now {
+                        // Late by more than a period: no burst to catch up.
+                        at = now.saturating_add(period);
+                    }
+                    again.push(Entry { at, ..e });
+                }
+                Fired::Cancelled => {
+                    self.cancelled.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+        }
+        if !again.is_empty() {
+            let mut st = self.lock();
+            if !st.stopped {
+                for mut e in again.drain(..) {
+                    e.seq = st.next_seq;
+                    st.next_seq += 1;
+                    st.queue.push(e);
+                }
+                self.queued.store(st.queue.len(), Ordering::Relaxed);
+            }
+        }
+        for e in again.drain(..) {
+            // Stopped meanwhile.
+            if e.task.cancel() {
+                self.active.fetch_sub(1, Ordering::Relaxed);
+            }
         }
     }
 

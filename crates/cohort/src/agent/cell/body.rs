@@ -36,6 +36,8 @@ pub(crate) trait ErasedBody: Send {
     fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure>;
     fn attach(&mut self, coop: *const CoopInner);
     fn name(&self) -> Cow<'static, str>;
+    /// The active states' names, innermost first (the test kit's view of the agent).
+    fn state_path(&self) -> Vec<String>;
     fn agent_type(&self) -> std::any::TypeId;
     /// Drops the agent value.
     ///
@@ -276,6 +278,15 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
 
     fn name(&self) -> Cow<'static, str> {
         self.agent.name()
+    }
+
+    fn state_path(&self) -> Vec<String> {
+        match &self.subs.machine {
+            None => vec!["<default>".into()],
+            Some(m) => std::iter::successors(Some(m.current), |&s| m.parent(s))
+                .map(|s| m.name(s).to_string())
+                .collect(),
+        }
     }
 
     fn agent_type(&self) -> std::any::TypeId {

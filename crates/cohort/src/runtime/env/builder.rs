@@ -3,7 +3,7 @@
 use super::shared::Finished;
 use super::{EnvShared, Environment, WrappedEnv};
 use crate::defaults;
-use crate::dispatcher::OneThreadBuilder;
+use crate::dispatcher::{DispatcherCore, DispatcherHandle, OneThreadBuilder};
 use crate::error::{DispatcherError, LaunchError};
 use crate::mailbox::dead_letter::{DeadLetter, DeadLetterHook};
 use crate::panic::PanicReaction;
@@ -60,6 +60,8 @@ pub struct EnvironmentBuilder {
     worker_spin: Duration,
     timer_queue: crate::timer::TimerQueue,
     message_tracing: Option<MessageTracing>,
+    /// The default dispatcher, if not a `one_thread` (the test kit's threadless one).
+    default_dispatcher: Option<Arc<dyn DispatcherCore>>,
 }
 
 impl Default for EnvironmentBuilder {
@@ -71,6 +73,7 @@ impl Default for EnvironmentBuilder {
             worker_spin: defaults::WORKER_SPIN,
             timer_queue: defaults::TIMER_QUEUE,
             message_tracing: None,
+            default_dispatcher: None,
         }
     }
 }
@@ -116,6 +119,12 @@ impl EnvironmentBuilder {
     /// [`Environment::set_message_tracing`] changes it at run time.
     pub fn message_tracing(mut self, tracing: MessageTracing) -> Self {
         self.message_tracing = Some(tracing);
+        self
+    }
+
+    /// Makes `core` the default dispatcher instead of a `one_thread` one.
+    pub(crate) fn default_dispatcher(mut self, core: Arc<dyn DispatcherCore>) -> Self {
+        self.default_dispatcher = Some(core);
         self
     }
 
@@ -183,10 +192,16 @@ impl EnvironmentBuilder {
         *shared.root.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(Arc::new(CoopInner::root(shared.clone())));
         let env = Environment(shared);
-        let default = OneThreadBuilder::new()
-            .name("default")
-            .worker_spin(env.0.worker_spin)
-            .build(&env)?;
+        let default = match self.default_dispatcher {
+            Some(core) => {
+                env.0.add_dispatcher(core.clone())?;
+                DispatcherHandle::new(core)
+            }
+            None => OneThreadBuilder::new()
+                .name("default")
+                .worker_spin(env.0.worker_spin)
+                .build(&env)?,
+        };
         let _ = env.0.default_binder.set(default.binder());
         Ok(env)
     }
