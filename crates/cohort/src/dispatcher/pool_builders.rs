@@ -1,7 +1,7 @@
 //! Builders of the pool dispatchers (`thread_pool`, `work_stealing`) and their binding
 //! parameters. Every default is documented where it is set.
 
-use super::pool::{HomeQueuePace, Policy, Pool, PoolCore};
+use super::pool::{Adv, HomeQueuePace, Pool, PoolCore, PoolPolicy, ThreadPool, WorkStealing};
 use super::{BindParams, DispatcherHandle, Fifo};
 use crate::defaults;
 use crate::env::Environment;
@@ -78,11 +78,10 @@ struct PoolParams {
 }
 
 impl PoolParams {
-    fn build(
+    fn build<P: PoolPolicy>(
         self,
         env: &Environment,
-        policy: Policy,
-        fifo: Fifo,
+        policy: impl FnOnce(usize, HomeQueuePace) -> P,
     ) -> Result<DispatcherHandle, DispatcherError> {
         if self.threads == 0 {
             return Err(DispatcherError::invalid(
@@ -101,11 +100,9 @@ impl PoolParams {
         }
         let pool = Pool::start(
             self.name.clone(),
-            policy,
-            fifo,
+            policy(self.threads, self.home),
             self.threads,
             self.worker_spin,
-            self.home,
             env.shared().stats_switch(),
         )
         .map_err(|source| DispatcherError::Spawn {
@@ -182,7 +179,8 @@ impl ThreadPoolBuilder {
 
     /// Starts the workers and registers the dispatcher with `env`.
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
-        self.params.build(env, Policy::Fifo, Fifo::Cooperation)
+        self.params
+            .build(env, |threads, _| ThreadPool::new(threads))
     }
 }
 
@@ -291,7 +289,7 @@ impl WorkStealingBuilder {
 
     /// Starts the workers and registers the dispatcher with `env`.
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
-        self.params.build(env, Policy::Stealing, Fifo::Individual)
+        self.params.build(env, WorkStealing::new)
     }
 }
 
@@ -339,6 +337,6 @@ impl AdvThreadPoolBuilder {
 
     /// Starts the workers and registers the dispatcher with `env`.
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
-        self.params.build(env, Policy::Adv, Fifo::Cooperation)
+        self.params.build(env, |_, _| Adv::new())
     }
 }

@@ -28,7 +28,7 @@ use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
 use crate::demand::Demand;
 use crate::mbox::MboxId;
 use crate::message::Envelope;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, HandOffCell, SegQueue};
+use crate::sync::{AtomicBool, AtomicU64, HandOffCell, SegQueue};
 use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::ptr;
@@ -128,6 +128,14 @@ struct ThreadSide<T> {
     remote: SegQueue<T>,
 }
 
+/// A per-queue word that a pool's policy owns (`work_stealing`: the queue's home worker;
+/// `adv_thread_pool`: its thread-safe demands in flight); the queue only stores it.
+#[cfg(not(loom))]
+pub(crate) type PolicyWord = std::sync::atomic::AtomicU32;
+/// A per-queue word that a pool's policy owns (loom's, so a model checks the protocol on it).
+#[cfg(loom)]
+pub(crate) type PolicyWord = loom::sync::atomic::AtomicU32;
+
 /// Pool queue state flag: the queue is in a run queue, a LIFO slot or a worker's turn, and
 /// exactly one party holds it. Without it the queue is idle: nobody holds it and its remote
 /// half is empty (a turn ends in idle only when it has read up to the state's index).
@@ -166,16 +174,12 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     /// Messages that reached an agent before its `start` ran, by cell address, replayed right
     /// after `start` (rare: kept here rather than in every agent).
     early: UnsafeCell<Vec<(usize, MboxId, Envelope)>>,
-    /// How many demands a pool worker runs from this queue before it moves on
-    /// (`max_demands_at_once`, saturated at `u32::MAX`); unused by a dedicated worker thread.
-    max_batch: u32,
+    /// How many demands a pool worker runs from this queue before it moves on (saturated at
+    /// `u32::MAX`); unused by a dedicated worker thread.
+    max_demands_at_once: u32,
     closed: AtomicBool,
     /// Set by the worker when it has exited: nothing will run this queue again.
     retired: AtomicBool,
-    /// `adv_thread_pool`: thread-safe demands of this queue running on other workers, plus
-    /// [`SHARED_WAITING`] while an exclusive demand waits for them to finish. (Here, not on
-    /// the runner's line: written by other workers, only on `adv_thread_pool`.)
-    shared_in_flight: AtomicUsize,
     senders: SendersLine<T>,
     run: RunnerLine<T>,
 }
@@ -196,28 +200,11 @@ struct SendersLine<T: QueueItem> {
     state: AtomicU64,
     /// Pool queues: the remote half's senders' end (see [`remote_blocks`]).
     remote_tail: Tail<T>,
-    /// `work_stealing`: the pool worker that last began a turn of this queue (its *home*),
-    /// where a send from outside the pool schedules it again. A hint, not part of the claim
-    /// protocol (relaxed; a stale value only costs locality), so a std atomic even under
-    /// loom. Stored only when it changes. Its two top bits flag a queue that has not begun a
-    /// turn yet ([`HOME_UNSTARTED`], [`HOME_COUNTED`]): written by the binder, then by the
-    /// claim winner that schedules it, then cleared by its first runner, each ordered after
-    /// the one before by the binding and by the run queue's push and pop.
-    home: std::sync::atomic::AtomicU32,
+    /// A word the pool's policy owns (see [`PolicyWord`]); on the senders' line because a
+    /// sender that schedules the queue may read it.
+    policy: PolicyWord,
     /// Whether `first` holds a demand; handed over with it.
     has_first: HandOffCell<bool>,
-}
-
-/// `EventQueue::home` flag: the queue has not begun a turn yet (set at bind time, cleared by
-/// its first turn).
-const HOME_UNSTARTED: u32 = 1 << 31;
-/// `EventQueue::home` flag: an unstarted queue, scheduled from outside the pool, that its pool
-/// counts until its first turn.
-const HOME_COUNTED: u32 = 1 << 30;
-
-/// A worker's index as stored in `EventQueue::home`, without the flags.
-fn home_word(worker: usize) -> u32 {
-    u32::try_from(worker).unwrap_or(0) & !(HOME_UNSTARTED | HOME_COUNTED)
 }
 
 /// The part of an [`EventQueue`] that its runner writes at every demand, on a cache line of
@@ -228,9 +215,6 @@ struct RunnerLine<T: QueueItem> {
     /// Pool queues: the remote half's runner's end (see [`remote_blocks`]).
     remote_head: Head<T>,
 }
-
-/// The flag in `shared_in_flight`: the last thread-safe demand to finish schedules the queue.
-const SHARED_WAITING: usize = 1 << (usize::BITS - 1);
 
 // SAFETY: `local` is only accessed by the thread that runs the queue (guarded by `RUNNING`,
 // see `is_running_here`), and only one thread runs a queue at a time (`RunningGuard` is held by
@@ -263,24 +247,23 @@ impl<T: QueueItem> EventQueue<T> {
         )
     }
 
-    /// A queue run by the workers of a pool, `max_batch` demands per turn.
-    pub(crate) fn pooled(scheduler: Arc<dyn Schedule<T>>, max_batch: usize) -> Self {
-        Self::with_notifier(Notifier::Pool { scheduler }, max_batch)
+    /// A queue run by the workers of a pool, `max_demands_at_once` demands per turn.
+    pub(crate) fn pooled(scheduler: Arc<dyn Schedule<T>>, max_demands_at_once: usize) -> Self {
+        Self::with_notifier(Notifier::Pool { scheduler }, max_demands_at_once)
     }
 
-    fn with_notifier(notifier: Notifier<T>, max_batch: usize) -> Self {
+    fn with_notifier(notifier: Notifier<T>, max_demands_at_once: usize) -> Self {
         Self {
             notifier,
             early: UnsafeCell::new(Vec::new()),
-            max_batch: u32::try_from(max_batch).unwrap_or(u32::MAX),
+            max_demands_at_once: u32::try_from(max_demands_at_once).unwrap_or(u32::MAX),
             closed: AtomicBool::new(false),
             retired: AtomicBool::new(false),
-            shared_in_flight: AtomicUsize::new(0),
             senders: SendersLine {
                 first: HandOffCell::new(MaybeUninit::uninit()),
                 state: AtomicU64::new(0),
                 remote_tail: Tail::new(),
-                home: std::sync::atomic::AtomicU32::new(0),
+                policy: PolicyWord::new(0),
                 has_first: HandOffCell::new(false),
             },
             run: RunnerLine {
@@ -461,47 +444,14 @@ impl<T: QueueItem> EventQueue<T> {
     }
 
     /// How many demands a pool worker runs per turn.
-    pub(crate) fn max_batch(&self) -> usize {
-        self.max_batch as usize
+    pub(crate) fn max_demands_at_once(&self) -> usize {
+        self.max_demands_at_once as usize
     }
 
-    /// `work_stealing`, at bind time: the worker a new queue starts on; the queue is
-    /// *unstarted* until its first turn.
-    pub(crate) fn set_first_home(&self, worker: usize) {
-        self.senders
-            .home
-            .store(home_word(worker) | HOME_UNSTARTED, Ordering::Relaxed);
-    }
-
-    /// `work_stealing`, by the thread that won the claim to schedule this queue from outside
-    /// the pool (nobody runs it meanwhile): its home (the worker that last began a turn of
-    /// it, or the one a new queue starts on; a hint, see `SendersLine::home`), and true,
-    /// once, if the queue has not begun a turn yet; the caller counts it until its first
-    /// turn (see [`Self::set_home`]). One load of the word for both.
+    /// The word the pool's policy keeps for this queue (opaque to the queue).
     #[inline]
-    pub(crate) fn home_counting_unstarted(&self) -> (usize, bool) {
-        let h = self.senders.home.load(Ordering::Relaxed);
-        let home = (h & !(HOME_UNSTARTED | HOME_COUNTED)) as usize;
-        if h & (HOME_UNSTARTED | HOME_COUNTED) != HOME_UNSTARTED {
-            return (home, false);
-        }
-        // The scheduling push that follows publishes it to the queue's first runner.
-        self.senders.home.store(h | HOME_COUNTED, Ordering::Relaxed);
-        (home, true)
-    }
-
-    /// `work_stealing`: names the worker this queue goes back to when it is woken from
-    /// outside the pool (set by every turn's worker). Returns true at the first turn of a
-    /// queue that [`Self::home_counting_unstarted`] counted.
-    #[inline]
-    pub(crate) fn set_home(&self, worker: usize) -> bool {
-        let worker = home_word(worker);
-        let old = self.senders.home.load(Ordering::Relaxed);
-        // Only when it changes: the line stays shared with the senders that read it.
-        if old != worker {
-            self.senders.home.store(worker, Ordering::Relaxed);
-        }
-        old & HOME_COUNTED != 0
+    pub(crate) fn policy_word(&self) -> &PolicyWord {
+        &self.senders.policy
     }
 
     /// A pool worker is done with its turn: returns true if the queue has more work and this
@@ -678,48 +628,6 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) unsafe fn unpop_local(&self, d: T) {
         // SAFETY: as in `push_local`.
         unsafe { (*self.run.local.get()).push_front(d) }
-    }
-
-    /// `adv_thread_pool`: a thread-safe demand of this queue leaves to run on some worker.
-    pub(crate) fn shared_started(&self) {
-        self.shared_in_flight.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// `adv_thread_pool`: a thread-safe demand has finished. Returns true if it was the last
-    /// one and an exclusive demand waits: the caller must schedule the queue.
-    pub(crate) fn shared_finished(&self) -> bool {
-        // AcqRel: what the handler did happens before the exclusive demand that follows.
-        if self.shared_in_flight.fetch_sub(1, Ordering::AcqRel) == SHARED_WAITING | 1 {
-            self.shared_in_flight.store(0, Ordering::Release);
-            return true;
-        }
-        false
-    }
-
-    /// `adv_thread_pool`: true if no thread-safe demand of this queue runs, so an exclusive
-    /// one may go ahead.
-    pub(crate) fn shared_idle(&self) -> bool {
-        self.shared_in_flight.load(Ordering::Acquire) == 0
-    }
-
-    /// `adv_thread_pool`: the queue's runner has an exclusive demand to run but saw
-    /// thread-safe ones running ([`shared_idle`](Self::shared_idle) false). Returns true if
-    /// some still run: the last of them to finish schedules the queue again, so the runner
-    /// must end its turn without doing so and, from this call on, touch neither the queue's
-    /// local half nor the agent (the next runner may already have started): the exclusive
-    /// demand must be back in the local half before this call. False if they all finished
-    /// in between: the runner goes on.
-    pub(crate) fn wait_for_shared(&self) -> bool {
-        if self
-            .shared_in_flight
-            .fetch_or(SHARED_WAITING, Ordering::AcqRel)
-            != 0
-        {
-            return true;
-        }
-        // They all finished in between: clear the flag and go ahead.
-        self.shared_in_flight.store(0, Ordering::Release);
-        false
     }
 
     /// Moves up to `max` remote demands to the local tail; returns how many moved.
@@ -1098,65 +1006,6 @@ mod loom_model {
         check(1, 5, 1);
     }
 
-    /// `adv_thread_pool`: thread-safe demands run on other threads (reading the agent); the
-    /// queue's runner then wants an exclusive demand (writing it). Either none runs any more
-    /// and it goes ahead, or it puts the demand back in the queue, says it waits, and the
-    /// last thread-safe demand to finish schedules the queue, whose next runner (here that
-    /// same thread, at once: the tightest case) runs the exclusive demand. Loom reports a read
-    /// racing the write, a next runner that touches the put-back demand before the waiting
-    /// runner is done with it, or a lost schedule (the demand never runs).
-    fn shared_then_exclusive(jobs: usize) {
-        loom::model(move || {
-            let rq = Arc::new(RunQueue::default());
-            let q = Arc::new(EventQueue::<Item>::pooled(rq.clone(), 1));
-            let agent = Arc::new(loom::cell::UnsafeCell::new(0u8));
-            // The exclusive demand, while it waits in the queue's local half.
-            let put_back = Arc::new(loom::cell::UnsafeCell::new(false));
-            let threads: Vec<_> = (0..jobs)
-                .map(|_| {
-                    q.shared_started();
-                    let (q, rq) = (q.clone(), rq.clone());
-                    let (agent, put_back) = (agent.clone(), put_back.clone());
-                    loom::thread::spawn(move || {
-                        // SAFETY: the protocol under test keeps writers away.
-                        agent.with(|a| assert_eq!(unsafe { *a }, 0));
-                        if q.shared_finished() {
-                            rq.schedule(q.clone());
-                            assert!(rq.0.lock().unwrap().pop_front().is_some());
-                            // SAFETY: the protocol under test: the waiting runner is done.
-                            put_back.with_mut(|p| unsafe {
-                                assert!(*p, "the exclusive demand is back in the queue");
-                                *p = false;
-                            });
-                            // SAFETY: the protocol under test: no reader is left.
-                            agent.with_mut(|a| unsafe { *a = 1 });
-                        }
-                    })
-                })
-                .collect();
-            let run_here = q.shared_idle() || {
-                // SAFETY: this thread runs the queue until it says it waits.
-                put_back.with_mut(|p| unsafe { *p = true });
-                let waits = q.wait_for_shared();
-                if !waits {
-                    // SAFETY: as above: all finished, this thread still runs the queue.
-                    put_back.with_mut(|p| unsafe { *p = false });
-                }
-                !waits
-            };
-            if run_here {
-                // SAFETY: the protocol under test: no reader is left.
-                agent.with_mut(|a| unsafe { *a = 1 });
-            }
-            for t in threads {
-                t.join().unwrap();
-            }
-            // SAFETY: every thread is joined.
-            agent.with(|a| assert_eq!(unsafe { *a }, 1, "the exclusive demand ran once"));
-            assert!(rq.0.lock().unwrap().is_empty(), "scheduled at most once");
-        });
-    }
-
     /// The finish step closes lending while a sender pushes: every demand made borrowing
     /// (reserved before the close) runs before the demand that runs `finish`, every one run
     /// before the close was made borrowing, and nothing is lost. Loom reports a runner that
@@ -1206,16 +1055,6 @@ mod loom_model {
     #[test]
     fn close_lending_with_two_pushes() {
         lending_closes(2);
-    }
-
-    #[test]
-    fn adv_exclusive_waits_for_one_shared_demand() {
-        shared_then_exclusive(1);
-    }
-
-    #[test]
-    fn adv_exclusive_waits_for_two_shared_demands() {
-        shared_then_exclusive(2);
     }
 }
 #[cfg(all(test, not(loom)))]
