@@ -7,7 +7,7 @@
 //!
 //! Where a message goes from `send` to its handler: [`Mbox::send`] → `mbox::deliver_direct`
 //! → `queue::EventQueue` (local half on the single-thread path, remote half otherwise) →
-//! `dispatcher::worker::run` → `demand::Demand::run` → `cell::AgentRef::handle` →
+//! `dispatcher::reuse::worker::run` → `demand::Demand::run` → `cell::AgentRef::handle` →
 //! `cell::AgentBody::handle` (subscription lookup in the current state; a miss goes to
 //! `state::dispatch`: parent states, transfers, dead-letter handlers) → your handler.
 //!

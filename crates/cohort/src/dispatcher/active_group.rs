@@ -5,7 +5,8 @@
 //! `active_group` dispatcher of the environment at a time: binding the same name on another
 //! one is refused, so two threads never pretend to be one group.
 
-use super::{BindParams, DispatcherCore, DispatcherHandle, worker};
+use super::reuse::{thread_builder_setters, worker};
+use super::{BindParams, DispatcherCore, DispatcherHandle};
 use crate::coop::CoopId;
 use crate::defaults;
 use crate::env::{EnvShared, Environment};

@@ -1,6 +1,7 @@
 //! `active_obj`: a worker thread per agent, started at binding, ended when the agent finishes.
 
-use super::{DispatcherCore, DispatcherHandle, worker};
+use super::reuse::{thread_builder_setters, worker};
+use super::{DispatcherCore, DispatcherHandle};
 use crate::defaults;
 use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};

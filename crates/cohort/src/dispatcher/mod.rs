@@ -20,47 +20,24 @@
 //! - [`adv_thread_pool`](AdvThreadPoolBuilder): a `thread_pool` on which an agent's
 //!   thread-safe handlers may run in parallel.
 
-/// The `new`, `name` and `worker_spin` methods of a builder of single-queue-per-thread
-/// dispatchers (fields `name` and `worker_spin`); `$default` is the default name.
-macro_rules! thread_builder_setters {
-    ($default:literal) => {
-        /// Default parameters.
-        pub fn new() -> Self {
-            Self::default()
-        }
-
-        #[doc = concat!("The dispatcher's name (its threads are named after it). Default: `\"", $default, "\"`.")]
-        pub fn name(mut self, name: impl Into<String>) -> Self {
-            self.name = name.into();
-            self
-        }
-
-        /// How long an idle worker thread spins before parking. Default:
-        /// [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN).
-        pub fn worker_spin(mut self, spin: std::time::Duration) -> Self {
-            self.worker_spin = spin;
-            self
-        }
-    };
-}
-
 mod active_group;
 mod active_obj;
-mod bound_count;
+mod adv_thread_pool;
 mod one_thread;
 pub(crate) mod pool;
-mod pool_builders;
 mod prio_one_thread;
-mod prio_worker;
-pub(crate) mod worker;
+pub(crate) mod reuse;
+mod thread_pool;
+mod work_stealing;
 
 pub use active_group::ActiveGroupBuilder;
 pub use active_obj::ActiveObjBuilder;
+pub use adv_thread_pool::AdvThreadPoolBuilder;
 pub use one_thread::OneThreadBuilder;
-pub use pool_builders::{
-    AdvThreadPoolBuilder, PoolBindParams, ThreadPoolBuilder, WorkStealingBuilder,
-};
+pub use pool::params::PoolBindParams;
 pub use prio_one_thread::{PrioOneThreadBuilder, Priority};
+pub use thread_pool::ThreadPoolBuilder;
+pub use work_stealing::WorkStealingBuilder;
 
 use crate::coop::CoopId;
 

@@ -1,7 +1,9 @@
 //! `one_thread`: all the agents bound to it share one worker thread and one queue.
 
-use super::bound_count::BoundCount;
-use super::{DispatcherCore, DispatcherHandle, worker};
+use super::reuse::bound_count::BoundCount;
+use super::reuse::thread_builder_setters;
+use super::reuse::worker;
+use super::{DispatcherCore, DispatcherHandle};
 use crate::defaults;
 use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};

@@ -17,6 +17,7 @@
 //! puts work where others can take it (Dekker with each worker's [`Wakeup`]).
 
 mod adv;
+pub(crate) mod params;
 mod policy;
 mod slot;
 mod thread_pool;
@@ -27,7 +28,7 @@ pub(crate) use policy::{PoolPolicy, TurnEnd};
 pub(crate) use thread_pool::ThreadPool;
 pub(crate) use work_stealing::{HomeQueuePace, WorkStealing};
 
-use super::worker::spin_until;
+use super::reuse::worker::spin_until;
 use super::{BindParams, DispatcherCore, Fifo};
 use crate::coop::CoopId;
 use crate::defaults;
@@ -574,6 +575,6 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
     fn join(&self) {
         let threads =
             std::mem::take(&mut *self.0.threads.lock().unwrap_or_else(|e| e.into_inner()));
-        super::worker::join_all(&self.0.name, threads);
+        super::reuse::worker::join_all(&self.0.name, threads);
     }
 }

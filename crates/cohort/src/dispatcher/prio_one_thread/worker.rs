@@ -15,8 +15,8 @@
 //! - quoted: priorities take turns from the highest down, each running up to its quota of
 //!   demands (or until it has none), then the next lower one (wrapping to the highest).
 
-use super::worker::spin_until;
 use crate::defaults;
+use crate::dispatcher::reuse::worker::spin_until;
 use crate::queue::wakeup::SharedWakeup;
 use crate::queue::{EventQueue, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;

@@ -1,8 +1,10 @@
 //! `prio_one_thread`: one worker thread serving its agents by priority, with a queue of
-//! demands per priority (the loop is in [`prio_worker`](super::prio_worker)).
+//! demands per priority (the loop is in [`worker`]).
 
-use super::bound_count::BoundCount;
-use super::prio_worker::{PRIORITIES, PrioMode, run_prio};
+mod worker;
+
+use super::reuse::bound_count::BoundCount;
+use super::reuse::thread_builder_setters;
 use super::{BindParams, DispatcherCore, DispatcherHandle};
 use crate::defaults;
 use crate::env::Environment;
@@ -13,6 +15,7 @@ use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use worker::{PRIORITIES, PrioMode, run_prio};
 
 /// An agent's priority on a `prio_one_thread` dispatcher, `P0` lowest to `P7` highest
 /// (SObjectizer's `so_5::prio::p0..p7`). Given per agent with
@@ -204,7 +207,7 @@ impl DispatcherCore for PrioOneThread {
     fn join(&self) {
         let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(t) = t {
-            super::worker::join_all(&self.name, [t]);
+            super::reuse::worker::join_all(&self.name, [t]);
         }
     }
 }
