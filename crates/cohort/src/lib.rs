@@ -85,8 +85,10 @@ pub use coop::{
 pub use custom_mbox::{AnyMessage, CustomMbox};
 pub use dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use dispatcher::{
-    ActiveGroupBuilder, ActiveObjBuilder, AdvThreadPoolBuilder, Binder, DispatcherHandle,
-    OneThreadBuilder, PrioOneThreadBuilder, ThreadPoolBuilder, WorkStealingBuilder,
+    ActiveGroupBuilder, ActiveGroupHandle, ActiveObjBuilder, AdvThreadPoolBuilder,
+    AdvThreadPoolHandle, Binder, DispatcherHandle, OneThreadBuilder, PrioOneThreadBuilder,
+    PrioOneThreadHandle, ThreadPoolBuilder, ThreadPoolHandle, WorkStealingBuilder,
+    WorkStealingHandle,
 };
 pub use env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use error::{

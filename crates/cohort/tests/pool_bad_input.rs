@@ -4,10 +4,10 @@
 
 mod common;
 
-use cohort::dispatcher::{Fifo, PoolBindParams};
+use cohort::dispatcher::{Fifo, PoolBindParams, PoolHandle};
 use cohort::{
-    Agent, BindError, Context, DefineError, DispatcherError, DispatcherHandle, Environment,
-    RegisterError, ThreadPoolBuilder, WorkStealingBuilder,
+    Agent, BindError, Context, DefineError, DispatcherError, Environment, RegisterError,
+    ThreadPoolBuilder, WorkStealingBuilder,
 };
 use common::{Idle, PoolKind, TIMEOUT, threads_named, watchdog};
 use std::sync::mpsc::{self, Sender};
@@ -19,16 +19,18 @@ fn try_build(
     env: &Environment,
     name: &str,
     threads: usize,
-) -> Result<DispatcherHandle, DispatcherError> {
+) -> Result<PoolHandle, DispatcherError> {
     match kind {
         PoolKind::ThreadPool => ThreadPoolBuilder::new()
             .name(name)
             .threads(threads)
-            .build(env),
+            .build(env)
+            .map(PoolHandle::from),
         PoolKind::WorkStealing => WorkStealingBuilder::new()
             .name(name)
             .threads(threads)
-            .build(env),
+            .build(env)
+            .map(PoolHandle::from),
     }
 }
 

@@ -153,7 +153,7 @@ fn run(kind: PoolKind, k: usize, n: u32, backlog: Backlog) -> Vec<(char, u32)> {
 
 /// Runs the set-up on the one-worker pool that `pool` builds and returns the log.
 fn run_on(
-    pool: impl FnOnce(&cohort::Environment) -> cohort::DispatcherHandle,
+    pool: impl FnOnce(&cohort::Environment) -> cohort::dispatcher::PoolHandle,
     k: usize,
     n: u32,
     backlog: Backlog,
@@ -314,7 +314,7 @@ fn one_worker_stealing(
     name: &str,
     interval: usize,
     wait: Duration,
-) -> cohort::DispatcherHandle {
+) -> cohort::dispatcher::PoolHandle {
     cohort::WorkStealingBuilder::new()
         .name(name)
         .threads(1)
@@ -322,6 +322,7 @@ fn one_worker_stealing(
         .home_queue_wait(wait)
         .build(env)
         .unwrap_or_else(|e| panic!("build work_stealing `{name}`: {e}"))
+        .into()
 }
 
 /// Sends itself `Spin` until told to stop (or until `limit`), counting.
@@ -389,7 +390,7 @@ struct SpinningWithPinged {
 
 fn spinning_with_pinged(
     env: &cohort::Environment,
-    pool: &cohort::DispatcherHandle,
+    pool: &cohort::dispatcher::PoolHandle,
     k: usize,
     limit: usize,
     ping_stops: bool,

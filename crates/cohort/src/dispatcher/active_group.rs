@@ -5,8 +5,9 @@
 //! `active_group` dispatcher of the environment at a time: binding the same name on another
 //! one is refused, so two threads never pretend to be one group.
 
+use super::handle::typed_handle;
 use super::reuse::{thread_builder_setters, worker};
-use super::{BindParams, DispatcherCore, DispatcherHandle};
+use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
 use crate::coop::CoopId;
 use crate::defaults;
 use crate::env::{EnvShared, Environment};
@@ -19,8 +20,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Builds an `active_group` dispatcher. Bind agents with
-/// [`DispatcherHandle::group_binder`]; the plain [`DispatcherHandle::binder`] binds to a group
-/// named after the dispatcher.
+/// [`ActiveGroupHandle::group_binder`]; the plain [`ActiveGroupHandle::binder`] binds to a
+/// group named after the dispatcher.
 ///
 /// ```
 /// let env = cohort::Environment::builder().start().unwrap();
@@ -47,7 +48,7 @@ impl ActiveGroupBuilder {
     thread_builder_setters!("active_group");
 
     /// Creates the dispatcher and registers it with `env`.
-    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+    pub fn build(self, env: &Environment) -> Result<ActiveGroupHandle, DispatcherError> {
         let core = Arc::new(ActiveGroup {
             name: self.name,
             switch: env.shared().stats_switch(),
@@ -56,7 +57,19 @@ impl ActiveGroupBuilder {
             state: Mutex::new(State::default()),
         });
         env.shared().add_dispatcher(core.clone())?;
-        Ok(DispatcherHandle::new(core))
+        Ok(ActiveGroupHandle(DispatcherHandle::new(core)))
+    }
+}
+
+typed_handle!(
+    /// A handle to an `active_group` dispatcher: gives binders to its groups.
+    ActiveGroupHandle
+);
+
+impl ActiveGroupHandle {
+    /// A binder to the named group: agents bound to one group share its thread.
+    pub fn group_binder(&self, group: &str) -> Binder {
+        self.0.binder_with(BindParams::Group(Arc::from(group)))
     }
 }
 

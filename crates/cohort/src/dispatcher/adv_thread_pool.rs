@@ -1,9 +1,8 @@
 //! `adv_thread_pool`: a `thread_pool` on which an agent's thread-safe handlers may run in
 //! parallel (the policy is in [`pool::adv`](super::pool)).
 
-use super::DispatcherHandle;
 use super::pool::Adv;
-use super::pool::params::{PoolParams, pool_builder_setters};
+use super::pool::params::{PoolParams, pool_builder_setters, pool_handle};
 use crate::env::Environment;
 use crate::error::DispatcherError;
 use std::time::Duration;
@@ -46,7 +45,14 @@ impl AdvThreadPoolBuilder {
     pool_builder_setters!();
 
     /// Starts the workers and registers the dispatcher with `env`.
-    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
-        self.params.build(env, |_, _| Adv::new())
+    pub fn build(self, env: &Environment) -> Result<AdvThreadPoolHandle, DispatcherError> {
+        self.params
+            .build(env, |_, _| Adv::new())
+            .map(|h| AdvThreadPoolHandle(h.0))
     }
 }
+
+pool_handle!(
+    /// A handle to an `adv_thread_pool` dispatcher.
+    AdvThreadPoolHandle
+);

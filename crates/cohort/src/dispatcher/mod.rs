@@ -23,6 +23,7 @@
 mod active_group;
 mod active_obj;
 mod adv_thread_pool;
+mod handle;
 mod one_thread;
 pub(crate) mod pool;
 mod prio_one_thread;
@@ -30,14 +31,15 @@ pub(crate) mod reuse;
 mod thread_pool;
 mod work_stealing;
 
-pub use active_group::ActiveGroupBuilder;
+pub use active_group::{ActiveGroupBuilder, ActiveGroupHandle};
 pub use active_obj::ActiveObjBuilder;
-pub use adv_thread_pool::AdvThreadPoolBuilder;
+pub use adv_thread_pool::{AdvThreadPoolBuilder, AdvThreadPoolHandle};
+pub use handle::DispatcherHandle;
 pub use one_thread::OneThreadBuilder;
-pub use pool::params::PoolBindParams;
-pub use prio_one_thread::{PrioOneThreadBuilder, Priority};
-pub use thread_pool::ThreadPoolBuilder;
-pub use work_stealing::WorkStealingBuilder;
+pub use pool::params::{PoolBindParams, PoolHandle};
+pub use prio_one_thread::{PrioOneThreadBuilder, PrioOneThreadHandle, Priority};
+pub use thread_pool::{ThreadPoolBuilder, ThreadPoolHandle};
+pub use work_stealing::{WorkStealingBuilder, WorkStealingHandle};
 
 use crate::coop::CoopId;
 
@@ -129,92 +131,6 @@ impl fmt::Debug for Binder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Binder")
             .field("dispatcher", &self.core.name())
-            .finish()
-    }
-}
-
-/// A handle to a dispatcher: gives binders, shuts it down.
-///
-/// ```
-/// let env = cohort::Environment::builder().start().unwrap();
-/// let disp = cohort::OneThreadBuilder::new().name("io").build(&env).unwrap();
-/// assert_eq!(disp.name(), "io");
-/// let binder = disp.binder();
-/// assert_eq!(binder.dispatcher_name(), "io");
-/// ```
-#[derive(Clone)]
-pub struct DispatcherHandle {
-    core: Arc<dyn DispatcherCore>,
-}
-
-impl DispatcherHandle {
-    pub(crate) fn new(core: Arc<dyn DispatcherCore>) -> Self {
-        Self { core }
-    }
-
-    /// A binder for agents of this dispatcher, with its default binding parameters.
-    pub fn binder(&self) -> Binder {
-        Binder {
-            core: self.core.clone(),
-            params: BindParams::Default,
-        }
-    }
-
-    /// A binder to the named group of an `active_group` dispatcher: agents bound to one
-    /// group share its thread. (Other dispatchers ignore the group.)
-    pub fn group_binder(&self, group: &str) -> Binder {
-        Binder {
-            core: self.core.clone(),
-            params: BindParams::Group(Arc::from(group)),
-        }
-    }
-
-    /// A binder that gives agents `priority` on a `prio_one_thread` dispatcher (other
-    /// dispatchers ignore it).
-    pub fn priority_binder(&self, priority: Priority) -> Binder {
-        Binder {
-            core: self.core.clone(),
-            params: BindParams::Priority(priority as u8),
-        }
-    }
-
-    /// A binder with pool parameters (fifo, `max_demands_at_once`); for `thread_pool` and
-    /// `work_stealing` (other dispatchers ignore them).
-    ///
-    /// ```
-    /// use cohort::dispatcher::{Fifo, PoolBindParams};
-    /// let env = cohort::Environment::builder().start().unwrap();
-    /// let pool = cohort::ThreadPoolBuilder::new().threads(2).build(&env).unwrap();
-    /// let binder = pool
-    ///     .pool_binder(PoolBindParams::new().fifo(Fifo::Individual).max_demands_at_once(100))
-    ///     .unwrap();
-    /// assert!(pool.pool_binder(PoolBindParams::new().max_demands_at_once(0)).is_err());
-    /// # drop(binder);
-    /// ```
-    pub fn pool_binder(&self, params: PoolBindParams) -> Result<Binder, crate::DispatcherError> {
-        params.validate(self.core.name())?;
-        Ok(Binder {
-            core: self.core.clone(),
-            params: params.into_bind_params(),
-        })
-    }
-
-    /// The dispatcher's name.
-    pub fn name(&self) -> &str {
-        self.core.name()
-    }
-
-    /// Refuses new bindings from now on ([`BindError::DispatcherShutDown`]); its threads exit
-    /// once the agents bound to it are gone, and are joined when the environment stops.
-    pub fn shutdown(&self) {
-        self.core.shutdown()
-    }
-}
-
-impl fmt::Debug for DispatcherHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DispatcherHandle")
-            .field("name", &self.core.name())
             .finish()
     }
 }

@@ -1,9 +1,8 @@
 //! `thread_pool`: N workers sharing one FIFO run queue (the policy is in
 //! [`pool::thread_pool`](super::pool)).
 
-use super::DispatcherHandle;
 use super::pool::ThreadPool;
-use super::pool::params::{PoolParams, pool_builder_setters};
+use super::pool::params::{PoolParams, pool_builder_setters, pool_handle};
 use crate::env::Environment;
 use crate::error::DispatcherError;
 use std::time::Duration;
@@ -43,8 +42,14 @@ impl ThreadPoolBuilder {
     pool_builder_setters!();
 
     /// Starts the workers and registers the dispatcher with `env`.
-    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+    pub fn build(self, env: &Environment) -> Result<ThreadPoolHandle, DispatcherError> {
         self.params
             .build(env, |threads, _| ThreadPool::new(threads))
+            .map(|h| ThreadPoolHandle(h.0))
     }
 }
+
+pool_handle!(
+    /// A handle to a `thread_pool` dispatcher.
+    ThreadPoolHandle
+);

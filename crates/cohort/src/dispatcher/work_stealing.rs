@@ -1,9 +1,8 @@
 //! `work_stealing`: N workers with their own run queues, a LIFO slot and stealing (the policy
 //! is in [`pool::work_stealing`](super::pool)).
 
-use super::DispatcherHandle;
 use super::pool::WorkStealing;
-use super::pool::params::{PoolParams, pool_builder_setters};
+use super::pool::params::{PoolParams, pool_builder_setters, pool_handle};
 use crate::env::Environment;
 use crate::error::DispatcherError;
 use std::time::Duration;
@@ -107,7 +106,14 @@ impl WorkStealingBuilder {
     }
 
     /// Starts the workers and registers the dispatcher with `env`.
-    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
-        self.params.build(env, WorkStealing::new)
+    pub fn build(self, env: &Environment) -> Result<WorkStealingHandle, DispatcherError> {
+        self.params
+            .build(env, WorkStealing::new)
+            .map(|h| WorkStealingHandle(h.0))
     }
 }
+
+pool_handle!(
+    /// A handle to a `work_stealing` dispatcher.
+    WorkStealingHandle
+);

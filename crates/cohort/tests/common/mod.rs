@@ -8,10 +8,10 @@
 pub mod order;
 pub mod self_feeder;
 
-use cohort::dispatcher::{Fifo, PoolBindParams};
+use cohort::dispatcher::{Fifo, PoolBindParams, PoolHandle};
 use cohort::{
-    Agent, Binder, Context, DeadLetter, DefineError, DeliveryFailure, DispatcherHandle,
-    EnvironmentBuilder, Mbox, WrappedEnv,
+    Agent, Binder, Context, DeadLetter, DefineError, DeliveryFailure, EnvironmentBuilder, Mbox,
+    WrappedEnv,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -319,16 +319,18 @@ impl PoolKind {
     /// Builds a pool of this kind named `name` with `threads` workers (threads
     /// `cohort-<name>-<i>`).
     #[track_caller]
-    pub fn build(self, env: &cohort::Environment, name: &str, threads: usize) -> DispatcherHandle {
+    pub fn build(self, env: &cohort::Environment, name: &str, threads: usize) -> PoolHandle {
         match self {
             PoolKind::ThreadPool => cohort::ThreadPoolBuilder::new()
                 .name(name)
                 .threads(threads)
-                .build(env),
+                .build(env)
+                .map(PoolHandle::from),
             PoolKind::WorkStealing => cohort::WorkStealingBuilder::new()
                 .name(name)
                 .threads(threads)
-                .build(env),
+                .build(env)
+                .map(PoolHandle::from),
         }
         .unwrap_or_else(|e| panic!("build {self:?} `{name}`: {e}"))
     }
@@ -336,7 +338,7 @@ impl PoolKind {
 
 /// A binder to `pool` with the given fifo and `max_demands_at_once`.
 #[track_caller]
-pub fn pool_binder(pool: &DispatcherHandle, fifo: Fifo, max_demands_at_once: usize) -> Binder {
+pub fn pool_binder(pool: &PoolHandle, fifo: Fifo, max_demands_at_once: usize) -> Binder {
     pool.pool_binder(
         PoolBindParams::new()
             .fifo(fifo)

@@ -4,7 +4,8 @@
 
 use super::{HomeQueuePace, Pool, PoolCore, PoolPolicy};
 use crate::defaults;
-use crate::dispatcher::{BindParams, DispatcherHandle, Fifo};
+use crate::dispatcher::handle::typed_handle;
+use crate::dispatcher::{BindParams, Binder, DispatcherHandle, Fifo};
 use crate::env::Environment;
 use crate::error::DispatcherError;
 use std::sync::Arc;
@@ -67,6 +68,58 @@ impl PoolBindParams {
     }
 }
 
+typed_handle!(
+    /// A handle to any pool dispatcher (`thread_pool`, `adv_thread_pool`, `work_stealing`),
+    /// for code that binds with [`PoolBindParams`] to a pool of any kind; each pool's own
+    /// handle converts into it with `into()`.
+    PoolHandle
+);
+
+impl PoolHandle {
+    /// A binder with pool parameters (fifo, `max_demands_at_once`).
+    ///
+    /// ```
+    /// use cohort::dispatcher::{Fifo, PoolBindParams, PoolHandle};
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let pool: PoolHandle = cohort::ThreadPoolBuilder::new().threads(2).build(&env).unwrap().into();
+    /// let binder = pool
+    ///     .pool_binder(PoolBindParams::new().fifo(Fifo::Individual).max_demands_at_once(100))
+    ///     .unwrap();
+    /// assert!(pool.pool_binder(PoolBindParams::new().max_demands_at_once(0)).is_err());
+    /// # drop(binder);
+    /// ```
+    pub fn pool_binder(&self, params: PoolBindParams) -> Result<Binder, DispatcherError> {
+        params.validate(self.name())?;
+        Ok(self.0.binder_with(params.into_bind_params()))
+    }
+}
+
+/// Declares the typed handle of one pool dispatcher: a [`PoolHandle`] that converts into it
+/// and into [`DispatcherHandle`].
+macro_rules! pool_handle {
+    ($(#[$doc:meta])* $name:ident) => {
+        crate::dispatcher::handle::typed_handle!($(#[$doc])* $name);
+
+        impl $name {
+            /// A binder with pool parameters (fifo, `max_demands_at_once`); an error if they
+            /// are invalid.
+            pub fn pool_binder(
+                &self,
+                params: crate::dispatcher::PoolBindParams,
+            ) -> Result<crate::dispatcher::Binder, crate::DispatcherError> {
+                crate::dispatcher::PoolHandle::from(self.clone()).pool_binder(params)
+            }
+        }
+
+        impl From<$name> for crate::dispatcher::PoolHandle {
+            fn from(h: $name) -> Self {
+                crate::dispatcher::PoolHandle(h.0)
+            }
+        }
+    };
+}
+pub(crate) use pool_handle;
+
 /// The parameters shared by the pool builders.
 #[derive(Debug, Clone)]
 pub(crate) struct PoolParams {
@@ -98,7 +151,7 @@ impl PoolParams {
         self,
         env: &Environment,
         policy: impl FnOnce(usize, HomeQueuePace) -> P,
-    ) -> Result<DispatcherHandle, DispatcherError> {
+    ) -> Result<PoolHandle, DispatcherError> {
         if self.threads == 0 {
             return Err(DispatcherError::invalid(
                 &self.name,
@@ -127,7 +180,7 @@ impl PoolParams {
         })?;
         let core = Arc::new(PoolCore(pool));
         env.shared().add_dispatcher(core.clone())?;
-        Ok(DispatcherHandle::new(core))
+        Ok(PoolHandle(DispatcherHandle::new(core)))
     }
 }
 

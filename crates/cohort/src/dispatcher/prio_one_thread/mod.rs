@@ -3,9 +3,10 @@
 
 mod worker;
 
+use super::handle::typed_handle;
 use super::reuse::bound_count::BoundCount;
 use super::reuse::thread_builder_setters;
-use super::{BindParams, DispatcherCore, DispatcherHandle};
+use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
 use crate::defaults;
 use crate::env::Environment;
 use crate::error::{BindError, DispatcherError};
@@ -19,7 +20,7 @@ use worker::{PRIORITIES, PrioMode, run_prio};
 
 /// An agent's priority on a `prio_one_thread` dispatcher, `P0` lowest to `P7` highest
 /// (SObjectizer's `so_5::prio::p0..p7`). Given per agent with
-/// [`DispatcherHandle::priority_binder`].
+/// [`PrioOneThreadHandle::priority_binder`].
 ///
 /// ```
 /// use cohort::dispatcher::Priority;
@@ -100,7 +101,7 @@ impl PrioOneThreadBuilder {
 
     /// Starts the worker thread and registers the dispatcher with `env` (which shuts it down
     /// and joins it when it stops).
-    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+    pub fn build(self, env: &Environment) -> Result<PrioOneThreadHandle, DispatcherError> {
         if let PrioMode::Quoted(q) = self.mode
             && let Some(p) = q.iter().position(|&n| n == 0)
         {
@@ -140,7 +141,20 @@ impl PrioOneThreadBuilder {
             thread: Mutex::new(Some(thread)),
         });
         env.shared().add_dispatcher(core.clone())?;
-        Ok(DispatcherHandle::new(core))
+        Ok(PrioOneThreadHandle(DispatcherHandle::new(core)))
+    }
+}
+
+typed_handle!(
+    /// A handle to a `prio_one_thread` dispatcher: gives binders by priority (its plain
+    /// [`binder`](Self::binder) gives the lowest, `P0`).
+    PrioOneThreadHandle
+);
+
+impl PrioOneThreadHandle {
+    /// A binder that gives agents `priority`.
+    pub fn priority_binder(&self, priority: Priority) -> Binder {
+        self.0.binder_with(BindParams::Priority(priority as u8))
     }
 }
 
