@@ -371,23 +371,18 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
     };
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
-    if queue.is_running_here() {
+    if let Some(local) = queue.local() {
         // SAFETY: as in `deliver_at`'s local path.
-        unsafe {
-            queue.push_local_with(|| Demand::Message {
-                agent: AgentRef::borrowed_ptr(cell, mbox).counted(counted),
-                msg,
-            })
-        }
+        local.push_with(|| Demand::Message {
+            agent: unsafe { AgentRef::borrowed_ptr(cell, mbox) }.counted(counted),
+            msg,
+        })
     } else {
         // `define` runs on the registering thread; it sees `NEW` above, so this is only
         // reached by unusual set-ups; take a reference like any other sender.
         let ptr = cell.as_ptr() as *const DynCell;
-        // SAFETY: the cell lives in an `Arc` and is alive: one more strong count.
-        let arc = unsafe {
-            Arc::increment_strong_count(ptr);
-            Arc::from_raw(ptr)
-        };
+        // SAFETY: the cell lives in an `Arc` and is alive.
+        let arc = unsafe { crate::sync::arc_from_ref(ptr) };
         queue.push_remote_with(|_| Demand::Message {
             agent: AgentRef::owned(arc, mbox).counted(counted),
             msg,
@@ -451,15 +446,13 @@ pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth
     };
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
-    if queue.is_running_here() {
+    if let Some(local) = queue.local() {
         // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
-        // valid until the demand runs, and the local push happens on the running thread.
-        unsafe {
-            queue.push_local_with(|| Demand::Message {
-                agent: AgentRef::borrowed(cell, mbox).counted(counted),
-                msg,
-            })
-        }
+        // valid until the demand runs.
+        local.push_with(|| Demand::Message {
+            agent: unsafe { AgentRef::borrowed(cell, mbox) }.counted(counted),
+            msg,
+        })
     } else {
         // Built in its place in the queue, after the claim or reservation, and borrowing the
         // agent when the queue lends (see `push_remote_with`).

@@ -134,7 +134,7 @@ impl DispatcherCore for ActiveGroup {
             });
         }
         st.threads.retain(|t| !t.is_finished());
-        let queue = Arc::new(EventQueue::new());
+        let queue = EventQueue::new();
         let probe = WorkerProbe::new(format!("cohort-{}-{group}", self.name), self.switch.clone());
         let thread = worker::spawn(
             format!("cohort-{}-{group}", self.name),

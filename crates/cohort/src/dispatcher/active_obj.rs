@@ -90,7 +90,7 @@ impl DispatcherCore for ActiveObj {
         // Forget threads that already ended, so a long-running environment does not keep
         // their handles.
         st.threads.retain(|(t, _)| !t.is_finished());
-        let queue = Arc::new(EventQueue::new());
+        let queue = EventQueue::new();
         let thread_name = format!("cohort-{}", self.name);
         let probe = WorkerProbe::new(thread_name.clone(), self.switch.clone());
         let t = worker::spawn(thread_name, queue.clone(), self.spin, probe.clone()).map_err(

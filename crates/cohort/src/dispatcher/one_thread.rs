@@ -48,7 +48,7 @@ impl OneThreadBuilder {
     /// Starts the worker thread and registers the dispatcher with `env` (which shuts it down
     /// and joins it when it stops).
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
-        let queue = Arc::new(EventQueue::new());
+        let queue = EventQueue::new();
         let probe = WorkerProbe::new(format!("cohort-{}", self.name), env.shared().stats_switch());
         let thread = worker::spawn(
             format!("cohort-{}", self.name),

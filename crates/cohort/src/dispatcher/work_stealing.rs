@@ -84,7 +84,7 @@ impl WorkStealingBuilder {
     /// out of its own work (or an idle worker takes them at once), instead of one per look:
     /// what keeps a pool fed by a plain thread as fast as `thread_pool` on a few hundred
     /// agents with small states, and faster than with no wait on many agents with large
-    /// states (`docs/BENCHMARKS.md`, locality, 2026-11-25). Agents that have not run yet
+    /// states (`docs/BENCHMARKS.md`, locality). Agents that have not run yet
     /// (just bound, their `start` waiting) skip the wait: a burst of them on a busy pool
     /// starts at the interval's pace. What waits is work for agents that ran before.
     ///

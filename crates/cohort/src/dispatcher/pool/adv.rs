@@ -70,28 +70,21 @@ impl PoolPolicy for Adv {
     /// `max_demands_at_once`; an exclusive demand that finds thread-safe ones running leaves
     /// the queue to the last of them.
     fn turn(pool: &Pool<Self>, q: &QueueRef, measure: bool) -> TurnEnd {
-        let mut end = TurnEnd {
-            ran: 0,
-            left: 0,
-            handed_off: false,
-        };
+        let (mut ran, mut left) = (0, 0);
         let max = q.max_demands_at_once();
         // SAFETY: the queue came out of a run queue, where it was put by whoever won its
         // IDLE -> SCHEDULED transition; nobody else runs it until this turn ends.
-        let _running = unsafe { RunningGuard::enter(&**q) };
+        let running = unsafe { RunningGuard::enter(&**q) };
+        let local = running.local();
         // The demand of the sender that woke the queue, if one did: the oldest, so at the
         // head of the local half, where the loop below sorts thread-safe demands from
         // exclusive ones.
-        // SAFETY: this thread runs `q` (guard above).
-        if let Some(d) = unsafe { q.take_first() } {
-            // SAFETY: as above.
-            unsafe { q.unpop_local(d) }
+        if let Some(d) = local.take_first() {
+            local.unpop(d)
         }
-        // SAFETY: as above.
-        unsafe { q.drain_remote(max.min(defaults::REMOTE_BATCH)) };
-        while end.ran < max {
-            // SAFETY: as above.
-            let Some(d) = (unsafe { q.pop_local() }) else {
+        local.drain_remote(max.min(defaults::REMOTE_BATCH));
+        while ran < max {
+            let Some(d) = local.pop() else {
                 break;
             };
             if d.is_thread_safe() {
@@ -110,26 +103,31 @@ impl PoolPolicy for Adv {
                 // demand to finish schedules the queue, and its next runner (maybe at once, on
                 // another worker) must find the demand there; this thread no longer touches
                 // the queue.
-                // SAFETY: as above.
-                unsafe { q.unpop_local(d) };
+                local.unpop(d);
                 if measure {
-                    // SAFETY: as above (not yet waiting).
-                    end.left = unsafe { q.len_here() };
+                    left = local.len();
                 }
                 if wait_for_shared(q) {
-                    end.handed_off = true;
-                    return end;
+                    drop(running);
+                    return TurnEnd {
+                        ran,
+                        left,
+                        reschedule: false,
+                    };
                 }
                 // They all finished meanwhile: the demand is first again.
                 continue;
             }
-            end.ran += 1;
+            ran += 1;
         }
         if measure {
-            // SAFETY: as above.
-            end.left = unsafe { q.len_here() };
+            left = local.len();
         }
-        end
+        TurnEnd {
+            ran,
+            left,
+            reschedule: running.end_turn(),
+        }
     }
 
     fn after_turn(pool: &Pool<Self>, ctx: &WorkerCtx<Self>, q: QueueRef) {
@@ -172,13 +170,13 @@ impl PoolPolicy for Adv {
 }
 
 /// A thread-safe demand of `q` leaves to run on some worker.
-fn shared_started<T: crate::queue::QueueItem>(q: &EventQueue<T>) {
+pub(super) fn shared_started<T: crate::queue::QueueItem>(q: &EventQueue<T>) {
     q.policy_word().fetch_add(1, Ordering::AcqRel);
 }
 
 /// A thread-safe demand of `q` has finished. Returns true if it was the last one and an
 /// exclusive demand waits: the caller must schedule the queue.
-fn shared_finished<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
+pub(super) fn shared_finished<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
     let word = q.policy_word();
     // AcqRel: what the handler did happens before the exclusive demand that follows.
     if word.fetch_sub(1, Ordering::AcqRel) == SHARED_WAITING | 1 {
@@ -189,7 +187,7 @@ fn shared_finished<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
 }
 
 /// True if no thread-safe demand of `q` runs, so an exclusive one may go ahead.
-fn shared_idle<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
+pub(super) fn shared_idle<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
     q.policy_word().load(Ordering::Acquire) == 0
 }
 
@@ -199,7 +197,7 @@ fn shared_idle<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
 /// call on, touch neither the queue's local half nor the agent (the next runner may already
 /// have started): the exclusive demand must be back in the local half before this call. False
 /// if they all finished in between: the runner goes on.
-fn wait_for_shared<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
+pub(super) fn wait_for_shared<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
     let word = q.policy_word();
     if word.fetch_or(SHARED_WAITING, Ordering::AcqRel) != 0 {
         return true;
@@ -207,92 +205,4 @@ fn wait_for_shared<T: crate::queue::QueueItem>(q: &EventQueue<T>) -> bool {
     // They all finished in between: clear the flag and go ahead.
     word.store(0, Ordering::Release);
     false
-}
-
-#[cfg(all(test, loom))]
-mod loom_model {
-    use super::{shared_finished, shared_idle, shared_started, wait_for_shared};
-    use crate::queue::EventQueue;
-    use crate::queue::LoomItem as Item;
-    use crate::queue::Schedule;
-    use loom::sync::atomic::AtomicUsize;
-    use std::sync::Arc;
-    use std::sync::atomic::Ordering::SeqCst;
-
-    /// Counts how many times the queue was scheduled.
-    #[derive(Default)]
-    struct Counted(AtomicUsize);
-    impl Schedule<Item> for Counted {
-        fn schedule(&self, _: Arc<EventQueue<Item>>) {
-            self.0.fetch_add(1, SeqCst);
-        }
-    }
-
-    /// Thread-safe demands run on other threads (reading the agent); the queue's runner then
-    /// wants an exclusive demand (writing it). Either none runs any more and it goes ahead, or
-    /// it puts the demand back in the queue, says it waits, and the last thread-safe demand to
-    /// finish schedules the queue, whose next runner (here that same thread, at once: the
-    /// tightest case) runs the exclusive demand. Loom reports a read racing the write, a next
-    /// runner that touches the put-back demand before the waiting runner is done with it, or
-    /// a lost schedule (the demand never runs).
-    fn shared_then_exclusive(jobs: usize) {
-        loom::model(move || {
-            let rq = Arc::new(Counted::default());
-            let q = Arc::new(EventQueue::<Item>::pooled(rq.clone(), 1));
-            let agent = Arc::new(loom::cell::UnsafeCell::new(0u8));
-            // The exclusive demand, while it waits in the queue's local half.
-            let put_back = Arc::new(loom::cell::UnsafeCell::new(false));
-            let threads: Vec<_> = (0..jobs)
-                .map(|_| {
-                    shared_started(&q);
-                    let (q, rq) = (q.clone(), rq.clone());
-                    let (agent, put_back) = (agent.clone(), put_back.clone());
-                    loom::thread::spawn(move || {
-                        // SAFETY: the protocol under test keeps writers away.
-                        agent.with(|a| assert_eq!(unsafe { *a }, 0));
-                        if shared_finished(&q) {
-                            rq.schedule(q.clone());
-                            // SAFETY: the protocol under test: the waiting runner is done.
-                            put_back.with_mut(|p| unsafe {
-                                assert!(*p, "the exclusive demand is back in the queue");
-                                *p = false;
-                            });
-                            // SAFETY: the protocol under test: no reader is left.
-                            agent.with_mut(|a| unsafe { *a = 1 });
-                        }
-                    })
-                })
-                .collect();
-            let run_here = shared_idle(&q) || {
-                // SAFETY: this thread runs the queue until it says it waits.
-                put_back.with_mut(|p| unsafe { *p = true });
-                let waits = wait_for_shared(&q);
-                if !waits {
-                    // SAFETY: as above: all finished, this thread still runs the queue.
-                    put_back.with_mut(|p| unsafe { *p = false });
-                }
-                !waits
-            };
-            if run_here {
-                // SAFETY: the protocol under test: no reader is left.
-                agent.with_mut(|a| unsafe { *a = 1 });
-            }
-            for t in threads {
-                t.join().unwrap();
-            }
-            // SAFETY: every thread is joined.
-            agent.with(|a| assert_eq!(unsafe { *a }, 1, "the exclusive demand ran once"));
-            assert!(rq.0.load(SeqCst) <= 1, "scheduled at most once");
-        });
-    }
-
-    #[test]
-    fn adv_exclusive_waits_for_one_shared_demand() {
-        shared_then_exclusive(1);
-    }
-
-    #[test]
-    fn adv_exclusive_waits_for_two_shared_demands() {
-        shared_then_exclusive(2);
-    }
 }

@@ -17,7 +17,10 @@
 //! puts work where others can take it (Dekker with each worker's [`Wakeup`]).
 
 mod adv;
+#[cfg(all(test, loom))]
+mod loom_model;
 pub(crate) mod params;
+mod park;
 mod policy;
 mod slot;
 mod thread_pool;
@@ -37,12 +40,13 @@ use crate::error::BindError;
 use crate::queue::wakeup::Wakeup;
 use crate::queue::{EventQueue, RunningGuard, Schedule};
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
+use crate::sync::{AtomicUsize, Ordering, fence};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
+use park::ForeverParked;
 use slot::Slot;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -61,10 +65,9 @@ pub(crate) struct Pool<P: PoolPolicy> {
     wakeups: Box<[Wakeup]>,
     /// Each worker's LIFO slot, one cache line each: they change every turn.
     slots: Box<[CachePadded<Slot>]>,
-    /// Each worker is parked with no time limit (so a filled LIFO slot elsewhere must wake it
-    /// once, to watch for a stranded queue), and how many are.
-    parked_forever: Box<[AtomicBool]>,
-    parked_forever_count: AtomicUsize,
+    /// The workers parked with no time limit (a filled LIFO slot elsewhere must wake them
+    /// once, to watch for a stranded queue).
+    parked_forever: ForeverParked,
     probes: Box<[Arc<WorkerProbe>]>,
     /// Bound agents, with [`SHUT`] once the pool is shut down.
     bound: AtomicUsize,
@@ -139,10 +142,9 @@ impl<P: PoolPolicy> Pool<P> {
             stealers,
             wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
             slots: (0..threads)
-                .map(|_| CachePadded::new(Slot::default()))
+                .map(|_| CachePadded::new(Slot::new()))
                 .collect(),
-            parked_forever_count: AtomicUsize::new(0),
-            parked_forever: (0..threads).map(|_| AtomicBool::new(false)).collect(),
+            parked_forever: ForeverParked::new(threads),
             probes: (0..threads)
                 .map(|i| WorkerProbe::new(format!("cohort-{name}-{i}"), switch.clone()))
                 .collect(),
@@ -176,7 +178,7 @@ impl<P: PoolPolicy> Pool<P> {
     fn new_queue(&self, max_demands_at_once: usize) -> QueueRef {
         let scheduler: Arc<dyn Schedule<Demand>> =
             self.me.upgrade().expect("a pool outlives its binders");
-        let q = Arc::new(EventQueue::pooled(scheduler, max_demands_at_once));
+        let q = EventQueue::pooled(scheduler, max_demands_at_once);
         self.policy.on_new_queue(&q);
         q
     }
@@ -250,18 +252,9 @@ impl<P: PoolPolicy> Pool<P> {
     }
 
     /// A LIFO slot was filled: workers parked with no time limit wake once to watch it.
-    /// The slot's SeqCst swap and this SeqCst load pair with the parking worker's SeqCst
-    /// count increment and slot loads: one of the two sees the other.
     #[inline]
     fn wake_forever_parked(&self, filler: usize) {
-        if self.parked_forever_count.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        for (j, parked) in self.parked_forever.iter().enumerate() {
-            if j != filler && parked.load(Ordering::Relaxed) {
-                self.wakeups[j].notify_fenced();
-            }
-        }
+        self.parked_forever.wake_others(filler, &self.wakeups);
     }
 
     /// Rejects the demands of every queue still scheduled (the workers are gone).
@@ -423,11 +416,9 @@ impl<P: PoolPolicy> Pool<P> {
             // is blocked and the queue needs taking (nobody would wake us).
             self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
         } else {
-            self.parked_forever[index].store(true, Ordering::SeqCst);
-            self.parked_forever_count.fetch_add(1, Ordering::SeqCst);
-            self.wakeups[index].sleep(|| work() || self.others_slots_occupied(index));
-            self.parked_forever_count.fetch_sub(1, Ordering::SeqCst);
-            self.parked_forever[index].store(false, Ordering::Relaxed);
+            self.parked_forever.park(index, &self.wakeups[index], || {
+                work() || self.others_slots_occupied(index)
+            });
         }
     }
 
@@ -437,11 +428,7 @@ impl<P: PoolPolicy> Pool<P> {
         self.slots[ctx.index].count_turn();
         P::begin_turn(self, ctx, &q);
         let end = P::turn(self, &q, measure);
-        if end.handed_off {
-            return (end.ran, end.left);
-        }
-        // SAFETY: the turn is over and its guard dropped.
-        if unsafe { q.finish_turn() } {
+        if end.reschedule {
             P::after_turn(self, ctx, q);
         }
         (end.ran, end.left)
@@ -453,11 +440,11 @@ impl<P: PoolPolicy> Pool<P> {
         let max = q.max_demands_at_once();
         // SAFETY: the queue came out of a run queue, where it was put by whoever won its
         // IDLE -> SCHEDULED transition; nobody else runs it until this turn ends.
-        let _running = unsafe { RunningGuard::enter(&**q) };
+        let running = unsafe { RunningGuard::enter(&**q) };
+        let local = running.local();
         // The demand of the sender that woke the queue, if one did: the oldest, so it runs
         // first.
-        // SAFETY: this thread runs `q` (guard above).
-        if let Some(d) = unsafe { q.take_first() } {
+        if let Some(d) = local.take_first() {
             ran += d.run(q, max);
         }
         // No more remote demands than this turn can run: a backlog stays in the remote half,
@@ -466,22 +453,19 @@ impl<P: PoolPolicy> Pool<P> {
         // of its own there (a self-send loop) must still take in what others send it.
         let room = max.saturating_sub(ran);
         if room > 0 {
-            // SAFETY: as above.
-            unsafe { q.drain_remote(room.min(defaults::REMOTE_BATCH)) };
+            local.drain_remote(room.min(defaults::REMOTE_BATCH));
         }
         while ran < max {
-            // SAFETY: as above.
-            match unsafe { q.pop_local() } {
+            match local.pop() {
                 Some(d) => ran += d.run(q, max - ran),
                 None => break,
             }
         }
-        // SAFETY: as above.
-        let left = if measure { unsafe { q.len_here() } } else { 0 };
+        let left = if measure { local.len() } else { 0 };
         TurnEnd {
             ran,
             left,
-            handed_off: false,
+            reschedule: running.end_turn(),
         }
     }
 

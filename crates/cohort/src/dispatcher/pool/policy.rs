@@ -6,14 +6,15 @@ use super::{Pool, QueueRef, WorkerCtx};
 use crate::dispatcher::Fifo;
 use crate::queue::EventQueue;
 
-/// What a turn did: demands run, demands left (when measured), and whether the queue was
-/// left to whoever finishes its last thread-safe demand.
+/// What a turn did: demands run, demands left (when measured), and whether the queue still
+/// has work and this worker must schedule it again.
 pub(crate) struct TurnEnd {
     pub(crate) ran: usize,
     pub(crate) left: usize,
-    /// The turn gave the queue away without ending it (`adv_thread_pool`): the caller must
-    /// neither finish the turn nor touch the queue.
-    pub(crate) handed_off: bool,
+    /// The turn ended with work left and this worker won the race to schedule the queue
+    /// (false too when the turn gave the queue to whoever finishes its last thread-safe
+    /// demand: `adv_thread_pool`).
+    pub(crate) reschedule: bool,
 }
 
 /// Where scheduled queues wait and which one a worker runs next.

@@ -2,15 +2,14 @@
 
 use super::QueueRef;
 use crate::queue::EventQueue;
+use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// A worker's LIFO slot: the queue a send from this worker just woke (or its own queue, when
 /// nothing else waits), run next by this worker. Another worker takes it only if it stays
 /// there through one long turn of its owner (longer than
 /// [`defaults::SLOT_STEAL_AFTER`](crate::defaults::SLOT_STEAL_AFTER)): a handler that blocks
 /// does not strand the agents it woke, while ordinary hand-offs keep their cache affinity.
-#[derive(Default)]
 pub(crate) struct Slot {
     /// A queue owned by the slot (from `Arc::into_raw`), or null.
     queue: AtomicPtr<EventQueue>,
@@ -19,6 +18,13 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    pub(crate) fn new() -> Self {
+        Self {
+            queue: AtomicPtr::new(std::ptr::null_mut()),
+            turns: AtomicUsize::new(0),
+        }
+    }
+
     /// Puts `q` in the slot; returns the queue it displaced.
     pub(crate) fn put(&self, q: QueueRef) -> Option<QueueRef> {
         let old = self

@@ -17,10 +17,10 @@
 use super::{Pool, PoolPolicy, QueueRef, WorkerCtx, settle, take_from};
 use crate::defaults;
 use crate::dispatcher::Fifo;
+use crate::sync::{AtomicUsize, Ordering};
 use crossbeam_deque::{Injector, Steal};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The `thread_pool` policy's shared state.
 pub(crate) struct ThreadPool {

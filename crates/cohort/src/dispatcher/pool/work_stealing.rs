@@ -18,10 +18,10 @@ use super::{Pool, PoolPolicy, QueueRef, WorkerCtx, settle, take_from, thread_poo
 use crate::defaults;
 use crate::dispatcher::Fifo;
 use crate::queue::EventQueue;
+use crate::sync::{AtomicUsize, Ordering};
 use crossbeam_deque::Injector;
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Home word flag: the queue has not begun a turn yet (set at bind time, cleared by its first

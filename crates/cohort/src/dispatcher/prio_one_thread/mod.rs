@@ -1,6 +1,8 @@
 //! `prio_one_thread`: one worker thread serving its agents by priority, with a queue of
 //! demands per priority (the loop is in [`worker`]).
 
+#[cfg(all(test, loom))]
+mod loom_model;
 mod worker;
 
 use super::handle::typed_handle;
@@ -113,7 +115,7 @@ impl PrioOneThreadBuilder {
         }
         let group = Arc::new(SharedWakeup::new());
         let queues: Arc<[Arc<EventQueue>]> = (0..PRIORITIES)
-            .map(|p| Arc::new(EventQueue::in_group(group.clone(), 1 << p)))
+            .map(|p| EventQueue::in_group(group.clone(), 1 << p))
             .collect();
         let thread_name = format!("cohort-{}-0", self.name);
         let probe = WorkerProbe::new(thread_name.clone(), env.shared().stats_switch());

@@ -2,6 +2,8 @@
 //! count, the setters of thread builders.
 
 pub(crate) mod bound_count;
+#[cfg(all(test, loom))]
+mod loom_model;
 pub(crate) mod worker;
 
 /// The `new`, `name` and `worker_spin` methods of a builder of single-queue-per-thread
