@@ -372,8 +372,8 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
     if let Some(local) = queue.local() {
-        // SAFETY: as in `deliver_at`'s local path.
         local.push_with(|| Demand::Message {
+            // SAFETY: as in `deliver_at`'s local path.
             agent: unsafe { AgentRef::borrowed_ptr(cell, mbox) }.counted(counted),
             msg,
         })
@@ -447,9 +447,9 @@ pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
     if let Some(local) = queue.local() {
-        // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
-        // valid until the demand runs.
         local.push_with(|| Demand::Message {
+            // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference
+            // stays valid until the demand runs.
             agent: unsafe { AgentRef::borrowed(cell, mbox) }.counted(counted),
             msg,
         })
