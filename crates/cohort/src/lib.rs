@@ -7,10 +7,10 @@
 //!
 //! Where a message goes from `send` to its handler: [`Mbox::send`] → `mailbox::deliver`
 //! → `queue::EventQueue` (local half on the single-thread path, remote half otherwise) →
-//! `dispatcher::worker::run` → `agent::demand::Demand::run` → `agent::cell::AgentRef::handle`
-//! → `agent::cell::AgentBody::handle` (subscription lookup in the current state; a miss goes
-//! to `agent::state::dispatch`: parent states, transfers, dead-letter handlers) → your
-//! handler.
+//! `dispatcher::reuse::worker::run` → `agent::demand::Demand::run` →
+//! `agent::cell::AgentRef::handle` → `agent::cell::AgentBody::handle` (subscription lookup in
+//! the current state; a miss goes to `agent::state::dispatch`: parent states, transfers,
+//! dead-letter handlers) → your handler.
 //!
 //! ```
 //! use cohort::{Agent, Context, DefineError, Mbox};
@@ -72,8 +72,10 @@ mod trace;
 pub use agent::state::{History, InState, State, StateError, Unhandled};
 pub use agent::{Agent, Context, DefineError};
 pub use dispatcher::{
-    ActiveGroupBuilder, ActiveObjBuilder, AdvThreadPoolBuilder, Binder, DispatcherHandle,
-    OneThreadBuilder, PrioOneThreadBuilder, ThreadPoolBuilder, WorkStealingBuilder,
+    ActiveGroupBuilder, ActiveGroupHandle, ActiveObjBuilder, AdvThreadPoolBuilder,
+    AdvThreadPoolHandle, Binder, DispatcherHandle, OneThreadBuilder, PrioOneThreadBuilder,
+    PrioOneThreadHandle, ThreadPoolBuilder, ThreadPoolHandle, WorkStealingBuilder,
+    WorkStealingHandle,
 };
 pub use error::{
     BindError, DispatcherError, LaunchError, LimitError, RegisterError, SendError, SubscribeError,

@@ -122,3 +122,18 @@ pub(crate) fn load_latest(a: &AtomicU64) -> u64 {
 pub(crate) fn load_latest(a: &AtomicU64) -> u64 {
     a.fetch_add(0, Ordering::Acquire)
 }
+
+/// A new strong reference to a value that lives in an `Arc`, from a plain reference to it
+/// (what `Arc::clone` does, for code that holds `&T` or a pointer instead of the `Arc`).
+///
+/// # Safety
+/// `value` is the data of a live `Arc<T>` (obtained through `Arc::as_ptr`, `Arc::into_raw`
+/// or a deref of the `Arc`), which stays alive for the call.
+#[inline]
+pub(crate) unsafe fn arc_from_ref<T: ?Sized>(value: *const T) -> std::sync::Arc<T> {
+    // SAFETY: `value` points into a live `Arc` (caller): one more strong count, then wrap it.
+    unsafe {
+        std::sync::Arc::increment_strong_count(value);
+        std::sync::Arc::from_raw(value)
+    }
+}

@@ -43,12 +43,8 @@ impl<'a, A: Agent> Context<'a, A> {
     /// The agent's own direct mailbox.
     pub fn self_mbox(&self) -> Mbox {
         let ptr = self.cell.as_ptr() as *const DynCell;
-        // SAFETY: the cell is owned by an `Arc` (cells are only created in `Arc`s) and alive;
-        // taking one more strong count and wrapping it is what `Arc::clone` does.
-        let arc = unsafe {
-            Arc::increment_strong_count(ptr);
-            Arc::from_raw(ptr)
-        };
+        // SAFETY: the cell is owned by an `Arc` (cells are only created in `Arc`s) and alive.
+        let arc = unsafe { crate::sync::arc_from_ref(ptr) };
         Mbox::direct(arc)
     }
 
@@ -482,11 +478,8 @@ impl<'a, A: Agent> Context<'a, A> {
 
     pub(crate) fn cell_arc(&self) -> Arc<DynCell> {
         let ptr = self.cell.as_ptr() as *const DynCell;
-        // SAFETY: the cell lives in an `Arc` and is alive: one more strong count.
-        unsafe {
-            Arc::increment_strong_count(ptr);
-            Arc::from_raw(ptr)
-        }
+        // SAFETY: the cell lives in an `Arc` and is alive.
+        unsafe { crate::sync::arc_from_ref(ptr) }
     }
 
     /// The environment this agent lives in.

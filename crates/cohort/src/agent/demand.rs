@@ -158,9 +158,10 @@ fn run_marker(mut marker: Marker<QueueGroup>, queue: &EventQueue, budget: usize)
     // SAFETY: the marker came out of `queue`, which this thread runs (callers).
     let (handled, more) = unsafe { marker.run(budget) };
     if more {
-        // SAFETY: as above. Back at the front: the group's next entry comes before anything
-        // queued behind the marker.
-        unsafe { queue.unpop_local(Demand::log(marker)) }
+        // Back at the front: the group's next entry comes before anything queued behind the
+        // marker.
+        let local = queue.local().expect("a marker runs on its queue's worker");
+        local.unpop(Demand::log(marker))
     }
     handled.max(1)
 }

@@ -5,7 +5,9 @@
 //! `active_group` dispatcher of the environment at a time: binding the same name on another
 //! one is refused, so two threads never pretend to be one group.
 
-use super::{BindParams, DispatcherCore, DispatcherHandle, worker};
+use super::handle::typed_handle;
+use super::reuse::{thread_builder_setters, worker};
+use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
 use crate::defaults;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
@@ -18,8 +20,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Builds an `active_group` dispatcher. Bind agents with
-/// [`DispatcherHandle::group_binder`]; the plain [`DispatcherHandle::binder`] binds to a group
-/// named after the dispatcher.
+/// [`ActiveGroupHandle::group_binder`]; the plain [`ActiveGroupHandle::binder`] binds to a
+/// group named after the dispatcher.
 ///
 /// ```
 /// let env = cohort::Environment::builder().start().unwrap();
@@ -46,7 +48,7 @@ impl ActiveGroupBuilder {
     thread_builder_setters!("active_group");
 
     /// Creates the dispatcher and registers it with `env`.
-    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+    pub fn build(self, env: &Environment) -> Result<ActiveGroupHandle, DispatcherError> {
         let core = Arc::new(ActiveGroup {
             name: self.name,
             switch: env.shared().stats_switch(),
@@ -55,7 +57,19 @@ impl ActiveGroupBuilder {
             state: Mutex::new(State::default()),
         });
         env.shared().add_dispatcher(core.clone())?;
-        Ok(DispatcherHandle::new(core))
+        Ok(ActiveGroupHandle(DispatcherHandle::new(core)))
+    }
+}
+
+typed_handle!(
+    /// A handle to an `active_group` dispatcher: gives binders to its groups.
+    ActiveGroupHandle
+);
+
+impl ActiveGroupHandle {
+    /// A binder to the named group: agents bound to one group share its thread.
+    pub fn group_binder(&self, group: &str) -> Binder {
+        self.0.binder_with(BindParams::Group(Arc::from(group)))
     }
 }
 
@@ -120,7 +134,7 @@ impl DispatcherCore for ActiveGroup {
             });
         }
         st.threads.retain(|t| !t.is_finished());
-        let queue = Arc::new(EventQueue::new());
+        let queue = EventQueue::new();
         let probe = WorkerProbe::new(format!("cohort-{}-{group}", self.name), self.switch.clone());
         let thread = worker::spawn(
             format!("cohort-{}-{group}", self.name),

@@ -1,6 +1,7 @@
 //! `active_obj`: a worker thread per agent, started at binding, ended when the agent finishes.
 
-use super::{DispatcherCore, DispatcherHandle, worker};
+use super::reuse::{thread_builder_setters, worker};
+use super::{DispatcherCore, DispatcherHandle};
 use crate::defaults;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
@@ -89,7 +90,7 @@ impl DispatcherCore for ActiveObj {
         // Forget threads that already ended, so a long-running environment does not keep
         // their handles.
         st.threads.retain(|(t, _)| !t.is_finished());
-        let queue = Arc::new(EventQueue::new());
+        let queue = EventQueue::new();
         let thread_name = format!("cohort-{}", self.name);
         let probe = WorkerProbe::new(thread_name.clone(), self.switch.clone());
         let t = worker::spawn(thread_name, queue.clone(), self.spin, probe.clone()).map_err(

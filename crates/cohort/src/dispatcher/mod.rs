@@ -20,48 +20,27 @@
 //! - [`adv_thread_pool`](AdvThreadPoolBuilder): a `thread_pool` on which an agent's
 //!   thread-safe handlers may run in parallel.
 
-/// The `new`, `name` and `worker_spin` methods of a builder of single-queue-per-thread
-/// dispatchers (fields `name` and `worker_spin`); `$default` is the default name.
-macro_rules! thread_builder_setters {
-    ($default:literal) => {
-        /// Default parameters.
-        pub fn new() -> Self {
-            Self::default()
-        }
-
-        #[doc = concat!("The dispatcher's name (its threads are named after it). Default: `\"", $default, "\"`.")]
-        pub fn name(mut self, name: impl Into<String>) -> Self {
-            self.name = name.into();
-            self
-        }
-
-        /// How long an idle worker thread spins before parking. Default:
-        /// [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN).
-        pub fn worker_spin(mut self, spin: std::time::Duration) -> Self {
-            self.worker_spin = spin;
-            self
-        }
-    };
-}
-
 mod active_group;
 mod active_obj;
-mod bound_count;
+mod adv_thread_pool;
+mod handle;
 mod one_thread;
 pub(crate) mod pool;
-mod pool_builders;
 mod prio_one_thread;
-mod prio_worker;
+pub(crate) mod reuse;
 pub(crate) mod test_thread;
-pub(crate) mod worker;
+mod thread_pool;
+mod work_stealing;
 
-pub use active_group::ActiveGroupBuilder;
+pub use active_group::{ActiveGroupBuilder, ActiveGroupHandle};
 pub use active_obj::ActiveObjBuilder;
+pub use adv_thread_pool::{AdvThreadPoolBuilder, AdvThreadPoolHandle};
+pub use handle::DispatcherHandle;
 pub use one_thread::OneThreadBuilder;
-pub use pool_builders::{
-    AdvThreadPoolBuilder, PoolBindParams, ThreadPoolBuilder, WorkStealingBuilder,
-};
-pub use prio_one_thread::{PrioOneThreadBuilder, Priority};
+pub use pool::params::{PoolBindParams, PoolHandle};
+pub use prio_one_thread::{PrioOneThreadBuilder, PrioOneThreadHandle, Priority};
+pub use thread_pool::{ThreadPoolBuilder, ThreadPoolHandle};
+pub use work_stealing::{WorkStealingBuilder, WorkStealingHandle};
 
 use crate::runtime::coop::CoopId;
 
@@ -153,92 +132,6 @@ impl fmt::Debug for Binder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Binder")
             .field("dispatcher", &self.core.name())
-            .finish()
-    }
-}
-
-/// A handle to a dispatcher: gives binders, shuts it down.
-///
-/// ```
-/// let env = cohort::Environment::builder().start().unwrap();
-/// let disp = cohort::OneThreadBuilder::new().name("io").build(&env).unwrap();
-/// assert_eq!(disp.name(), "io");
-/// let binder = disp.binder();
-/// assert_eq!(binder.dispatcher_name(), "io");
-/// ```
-#[derive(Clone)]
-pub struct DispatcherHandle {
-    core: Arc<dyn DispatcherCore>,
-}
-
-impl DispatcherHandle {
-    pub(crate) fn new(core: Arc<dyn DispatcherCore>) -> Self {
-        Self { core }
-    }
-
-    /// A binder for agents of this dispatcher, with its default binding parameters.
-    pub fn binder(&self) -> Binder {
-        Binder {
-            core: self.core.clone(),
-            params: BindParams::Default,
-        }
-    }
-
-    /// A binder to the named group of an `active_group` dispatcher: agents bound to one
-    /// group share its thread. (Other dispatchers ignore the group.)
-    pub fn group_binder(&self, group: &str) -> Binder {
-        Binder {
-            core: self.core.clone(),
-            params: BindParams::Group(Arc::from(group)),
-        }
-    }
-
-    /// A binder that gives agents `priority` on a `prio_one_thread` dispatcher (other
-    /// dispatchers ignore it).
-    pub fn priority_binder(&self, priority: Priority) -> Binder {
-        Binder {
-            core: self.core.clone(),
-            params: BindParams::Priority(priority as u8),
-        }
-    }
-
-    /// A binder with pool parameters (fifo, `max_demands_at_once`); for `thread_pool` and
-    /// `work_stealing` (other dispatchers ignore them).
-    ///
-    /// ```
-    /// use cohort::dispatcher::{Fifo, PoolBindParams};
-    /// let env = cohort::Environment::builder().start().unwrap();
-    /// let pool = cohort::ThreadPoolBuilder::new().threads(2).build(&env).unwrap();
-    /// let binder = pool
-    ///     .pool_binder(PoolBindParams::new().fifo(Fifo::Individual).max_demands_at_once(100))
-    ///     .unwrap();
-    /// assert!(pool.pool_binder(PoolBindParams::new().max_demands_at_once(0)).is_err());
-    /// # drop(binder);
-    /// ```
-    pub fn pool_binder(&self, params: PoolBindParams) -> Result<Binder, crate::DispatcherError> {
-        params.validate(self.core.name())?;
-        Ok(Binder {
-            core: self.core.clone(),
-            params: params.into_bind_params(),
-        })
-    }
-
-    /// The dispatcher's name.
-    pub fn name(&self) -> &str {
-        self.core.name()
-    }
-
-    /// Refuses new bindings from now on ([`BindError::DispatcherShutDown`]); its threads exit
-    /// once the agents bound to it are gone, and are joined when the environment stops.
-    pub fn shutdown(&self) {
-        self.core.shutdown()
-    }
-}
-
-impl fmt::Debug for DispatcherHandle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DispatcherHandle")
-            .field("name", &self.core.name())
             .finish()
     }
 }

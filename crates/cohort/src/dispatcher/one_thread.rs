@@ -1,7 +1,9 @@
 //! `one_thread`: all the agents bound to it share one worker thread and one queue.
 
-use super::bound_count::BoundCount;
-use super::{DispatcherCore, DispatcherHandle, worker};
+use super::reuse::bound_count::BoundCount;
+use super::reuse::thread_builder_setters;
+use super::reuse::worker;
+use super::{DispatcherCore, DispatcherHandle};
 use crate::defaults;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
@@ -46,7 +48,7 @@ impl OneThreadBuilder {
     /// Starts the worker thread and registers the dispatcher with `env` (which shuts it down
     /// and joins it when it stops).
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
-        let queue = Arc::new(EventQueue::new());
+        let queue = EventQueue::new();
         let probe = WorkerProbe::new(format!("cohort-{}", self.name), env.shared().stats_switch());
         let thread = worker::spawn(
             format!("cohort-{}", self.name),

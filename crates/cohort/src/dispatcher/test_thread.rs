@@ -2,7 +2,7 @@
 //! its one queue is drained by the test itself, one demand per step, so a test decides
 //! exactly when and in which order agents run.
 
-use super::bound_count::BoundCount;
+use super::reuse::bound_count::BoundCount;
 use super::{BindParams, DispatcherCore};
 use crate::agent::cell::{DynCell, NEW};
 use crate::error::BindError;
@@ -22,7 +22,7 @@ impl TestThread {
     /// (`EnvironmentBuilder::default_dispatcher`).
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self {
-            queue: Arc::new(EventQueue::new()),
+            queue: EventQueue::new(),
             bound: BoundCount::default(),
         })
     }
@@ -36,17 +36,15 @@ impl TestThread {
         // SAFETY: only the test environment's thread runs this queue (the environment is
         // `!Send`, and steps never nest: a handler cannot reach its test environment), and
         // the guard is dropped before `self.queue` is.
-        let _running = unsafe { RunningGuard::enter(q) };
-        // SAFETY: this thread runs `q` (guard above).
-        unsafe {
-            q.drain_remote(usize::MAX);
-            match q.pop_local() {
-                Some(d) => {
-                    d.run(q, 1);
-                    true
-                }
-                None => false,
+        let running = unsafe { RunningGuard::enter(q) };
+        let local = running.local();
+        local.drain_remote(usize::MAX);
+        match local.pop() {
+            Some(d) => {
+                d.run(q, 1);
+                true
             }
+            None => false,
         }
     }
 

@@ -74,11 +74,8 @@ impl Receiver for ItSelf {
         // handlers on adv_thread_pool, or `define` on the registering thread, which sees
         // `NEW` first): take a count like any other sender.
         let ptr = self.0.as_ptr() as *const DynCell;
-        // SAFETY: the cell lives in an `Arc` and is alive: one more strong count.
-        let arc = unsafe {
-            Arc::increment_strong_count(ptr);
-            Arc::from_raw(ptr)
-        };
+        // SAFETY: the cell lives in an `Arc` and is alive.
+        let arc = unsafe { crate::sync::arc_from_ref(ptr) };
         AgentRef::owned(arc, mbox)
     }
 }
@@ -98,16 +95,14 @@ pub(crate) fn deliver<R: Receiver>(to: R, mbox: MboxId, msg: Envelope, depth: u8
     };
     // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
     let queue = unsafe { header.queue() };
-    if queue.is_running_here() {
+    if let Some(local) = queue.local() {
         let agent = NonNull::from(cell);
-        // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference stays
-        // valid until the demand runs, and the local push happens on the running thread.
-        unsafe {
-            queue.push_local_with(|| Demand::Message {
-                agent: AgentRef::borrowed_ptr(agent, mbox).counted(counted),
-                msg,
-            })
-        }
+        local.push_with(|| Demand::Message {
+            // SAFETY: we run the agent's queue and saw it `ACTIVE`: the borrowed reference
+            // stays valid until the demand runs.
+            agent: unsafe { AgentRef::borrowed_ptr(agent, mbox) }.counted(counted),
+            msg,
+        })
     } else {
         // Built in its place in the queue, after the claim or reservation.
         queue.push_remote_with(|lend| Demand::Message {

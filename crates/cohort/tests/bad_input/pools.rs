@@ -4,10 +4,10 @@
 
 use crate::common;
 
-use cohort::dispatcher::{Fifo, PoolBindParams};
+use cohort::dispatcher::{Fifo, PoolBindParams, PoolHandle};
 use cohort::{
-    AdvThreadPoolBuilder, Agent, BindError, Context, DefineError, DispatcherError,
-    DispatcherHandle, Environment, RegisterError, ThreadPoolBuilder, WorkStealingBuilder,
+    AdvThreadPoolBuilder, Agent, BindError, Context, DefineError, DispatcherError, Environment,
+    RegisterError, ThreadPoolBuilder, WorkStealingBuilder,
 };
 use common::dispatchers::PoolKind;
 use common::{Idle, TIMEOUT, threads_named, watchdog};
@@ -20,20 +20,23 @@ fn try_build(
     env: &Environment,
     name: &str,
     threads: usize,
-) -> Result<DispatcherHandle, DispatcherError> {
+) -> Result<PoolHandle, DispatcherError> {
     match kind {
         PoolKind::ThreadPool => ThreadPoolBuilder::new()
             .name(name)
             .threads(threads)
-            .build(env),
+            .build(env)
+            .map(PoolHandle::from),
         PoolKind::WorkStealing => WorkStealingBuilder::new()
             .name(name)
             .threads(threads)
-            .build(env),
+            .build(env)
+            .map(PoolHandle::from),
         PoolKind::AdvThreadPool => AdvThreadPoolBuilder::new()
             .name(name)
             .threads(threads)
-            .build(env),
+            .build(env)
+            .map(PoolHandle::from),
     }
 }
 

@@ -3,7 +3,7 @@
 //! scheduling uses a [`Pool`].
 
 use super::{TIMEOUT, watchdog};
-use cohort::dispatcher::{Fifo, PoolBindParams, Priority};
+use cohort::dispatcher::{Fifo, PoolBindParams, PoolHandle, Priority};
 use cohort::{Binder, DispatcherHandle, Environment};
 use std::sync::Arc;
 use std::time::Duration;
@@ -98,17 +98,17 @@ impl Kind {
             Kind::ActiveGroup => cohort::ActiveGroupBuilder::new()
                 .name(name)
                 .build(env)
-                .map(|d| (d.group_binder("group"), d)),
+                .map(|d| (d.group_binder("group"), d.into())),
             Kind::PrioStrict => cohort::PrioOneThreadBuilder::new()
                 .name(name)
                 .strictly_ordered()
                 .build(env)
-                .map(|d| (d.priority_binder(Priority::P3), d)),
+                .map(|d| (d.priority_binder(Priority::P3), d.into())),
             Kind::PrioQuoted => cohort::PrioOneThreadBuilder::new()
                 .name(name)
                 .quoted_round_robin([2, 1, 1, 1, 3, 1, 1, 1])
                 .build(env)
-                .map(|d| (d.priority_binder(Priority::P5), d)),
+                .map(|d| (d.priority_binder(Priority::P5), d.into())),
             Kind::ThreadPool(fifo) => Ok(PoolKind::ThreadPool.build(env, name, threads).with(fifo)),
             Kind::AdvThreadPool(fifo) => {
                 Ok(PoolKind::AdvThreadPool.build(env, name, threads).with(fifo))
@@ -171,15 +171,18 @@ impl PoolKind {
             PoolKind::ThreadPool => cohort::ThreadPoolBuilder::new()
                 .name(name)
                 .threads(threads)
-                .build(env),
+                .build(env)
+                .map(PoolHandle::from),
             PoolKind::WorkStealing => cohort::WorkStealingBuilder::new()
                 .name(name)
                 .threads(threads)
-                .build(env),
+                .build(env)
+                .map(PoolHandle::from),
             PoolKind::AdvThreadPool => cohort::AdvThreadPoolBuilder::new()
                 .name(name)
                 .threads(threads)
-                .build(env),
+                .build(env)
+                .map(PoolHandle::from),
         }
         .unwrap_or_else(|e| panic!("build {self:?} `{name}`: {e}"));
         Pool { handle }
@@ -195,7 +198,8 @@ pub fn one_worker_stealing(env: &Environment, name: &str, interval: usize, wait:
         .home_queue_interval(interval)
         .home_queue_wait(wait)
         .build(env)
-        .unwrap_or_else(|e| panic!("build work_stealing `{name}`: {e}"));
+        .unwrap_or_else(|e| panic!("build work_stealing `{name}`: {e}"))
+        .into();
     Pool { handle }
 }
 
@@ -214,7 +218,7 @@ impl Dispatcher {
 
 /// A pool dispatcher, and the binders to it.
 pub struct Pool {
-    handle: DispatcherHandle,
+    handle: PoolHandle,
 }
 
 impl Pool {
@@ -232,7 +236,7 @@ impl Pool {
 
     /// The binder of [`Kind`]: `fifo`, `max_demands_at_once` 4.
     fn with(self, fifo: Fifo) -> (Binder, DispatcherHandle) {
-        (self.binder(fifo, 4), self.handle)
+        (self.binder(fifo, 4), self.handle.into())
     }
 
     /// A binder with the pool's default parameters.

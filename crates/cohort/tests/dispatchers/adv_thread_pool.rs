@@ -140,7 +140,7 @@ impl Agent for Meeting {
     }
 }
 
-fn adv(env: &cohort::Environment, name: &str, threads: usize) -> cohort::DispatcherHandle {
+fn adv(env: &cohort::Environment, name: &str, threads: usize) -> cohort::AdvThreadPoolHandle {
     cohort::AdvThreadPoolBuilder::new()
         .name(name)
         .threads(threads)

@@ -157,12 +157,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         let header = unsafe { &this.as_ref().header };
         // SAFETY: we run the agent's queue.
         if !unsafe { header.started() } {
-            // SAFETY: the agent is registered (its queue is bound) and we run its queue.
-            return unsafe {
-                header
-                    .queue()
-                    .stash_early(this.as_ptr() as *const () as usize, mbox, msg)
-            };
+            // SAFETY: the agent is registered (its queue is bound).
+            let queue = unsafe { header.queue() };
+            let local = queue.local().expect("a handler runs on its queue's worker");
+            return local.stash_early(this.as_ptr() as *const () as usize, mbox, msg);
         }
         if header.status() == FINISHED {
             return header.dead_letter(msg, DeliveryFailure::ReceiverGone);
@@ -213,13 +211,12 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         if self.subs.pending() {
             self.run_effects(this);
         }
-        // SAFETY: the cell is alive and registered; we run its queue.
-        let early = unsafe {
-            this.as_ref()
-                .header
-                .queue()
-                .take_early(this.as_ptr() as *const () as usize)
-        };
+        // SAFETY: the cell is alive and registered.
+        let queue = unsafe { this.as_ref().header.queue() };
+        let early = queue
+            .local()
+            .expect("`start` runs on its queue's worker")
+            .take_early(this.as_ptr() as *const () as usize);
         for (mbox, msg) in early {
             self.handle(this, mbox, msg);
         }

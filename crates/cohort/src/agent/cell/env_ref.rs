@@ -77,11 +77,8 @@ impl<E, L> EnvRef<E, L> {
     /// One more handle to the environment.
     pub(crate) fn arc(&self) -> Arc<E> {
         let e: *const E = self.get();
-        // SAFETY: `e` is the data pointer of a live `Arc<E>` (see `get`): one more count.
-        unsafe {
-            Arc::increment_strong_count(e);
-            Arc::from_raw(e)
-        }
+        // SAFETY: `e` is the data pointer of a live `Arc<E>` (see `get`).
+        unsafe { crate::sync::arc_from_ref(e) }
     }
 
     /// Sets the limits; false if they were already set (nothing changes then).

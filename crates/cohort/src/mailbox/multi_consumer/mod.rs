@@ -514,12 +514,8 @@ impl NamedMbox {
                 self.trace_queued(targets, &msg);
             }
             let d = Demand::broadcast(targets.clone(), msg);
-            if queue.is_running_here() {
-                // SAFETY: checked just above; a broadcast demand holds no borrowed reference.
-                unsafe { queue.push_local(d) }
-            } else {
-                queue.push_remote(d)
-            }
+            // A broadcast demand holds no borrowed reference: either half will do.
+            queue.push(d)
         }
     }
 

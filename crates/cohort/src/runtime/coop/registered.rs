@@ -130,11 +130,8 @@ impl CoopInner {
     /// # Safety
     /// `p` comes from `Arc::as_ptr` of a cooperation that is still alive.
     pub(crate) unsafe fn arc_from_ptr(p: *const CoopInner) -> Arc<CoopInner> {
-        // SAFETY: `p` points into a live `Arc` (caller): one more strong count, then wrap it.
-        unsafe {
-            Arc::increment_strong_count(p);
-            Arc::from_raw(p)
-        }
+        // SAFETY: `p` points into a live `Arc` (caller).
+        unsafe { crate::sync::arc_from_ref(p) }
     }
 
     pub(super) fn lock_state(&self) -> MutexGuard<'_, CoopState> {
@@ -278,15 +275,15 @@ impl CoopInner {
                 // Move what other threads queued before deregistration began ahead of the
                 // finish, so `finish` runs after the last pending message (and every demand
                 // that borrows an agent of this queue runs while the cooperation holds it).
-                // SAFETY: we run `queue`.
-                unsafe {
-                    queue.close_lending();
-                    queue.push_local(Demand::lifecycle(
-                        self.clone(),
-                        group,
-                        Step::Finish { drained: true },
-                    ));
-                }
+                let local = queue
+                    .local()
+                    .expect("a lifecycle step runs on its queue's worker");
+                local.close_lending();
+                local.push(Demand::lifecycle(
+                    self.clone(),
+                    group,
+                    Step::Finish { drained: true },
+                ));
             }
             Step::Finish { drained: true } => {
                 for cell in members {

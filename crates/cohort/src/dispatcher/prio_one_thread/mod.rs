@@ -1,9 +1,14 @@
 //! `prio_one_thread`: one worker thread serving its agents by priority, with a queue of
-//! demands per priority (the loop is in [`prio_worker`](super::prio_worker)).
+//! demands per priority (the loop is in [`worker`]).
 
-use super::bound_count::BoundCount;
-use super::prio_worker::{PRIORITIES, PrioMode, run_prio};
-use super::{BindParams, DispatcherCore, DispatcherHandle};
+#[cfg(all(test, loom))]
+mod loom_model;
+mod worker;
+
+use super::handle::typed_handle;
+use super::reuse::bound_count::BoundCount;
+use super::reuse::thread_builder_setters;
+use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
 use crate::defaults;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
@@ -13,10 +18,11 @@ use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use worker::{PRIORITIES, PrioMode, run_prio};
 
 /// An agent's priority on a `prio_one_thread` dispatcher, `P0` lowest to `P7` highest
 /// (SObjectizer's `so_5::prio::p0..p7`). Given per agent with
-/// [`DispatcherHandle::priority_binder`].
+/// [`PrioOneThreadHandle::priority_binder`].
 ///
 /// ```
 /// use cohort::dispatcher::Priority;
@@ -97,7 +103,7 @@ impl PrioOneThreadBuilder {
 
     /// Starts the worker thread and registers the dispatcher with `env` (which shuts it down
     /// and joins it when it stops).
-    pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+    pub fn build(self, env: &Environment) -> Result<PrioOneThreadHandle, DispatcherError> {
         if let PrioMode::Quoted(q) = self.mode
             && let Some(p) = q.iter().position(|&n| n == 0)
         {
@@ -109,7 +115,7 @@ impl PrioOneThreadBuilder {
         }
         let group = Arc::new(SharedWakeup::new());
         let queues: Arc<[Arc<EventQueue>]> = (0..PRIORITIES)
-            .map(|p| Arc::new(EventQueue::in_group(group.clone(), 1 << p)))
+            .map(|p| EventQueue::in_group(group.clone(), 1 << p))
             .collect();
         let thread_name = format!("cohort-{}-0", self.name);
         let probe = WorkerProbe::new(thread_name.clone(), env.shared().stats_switch());
@@ -137,7 +143,20 @@ impl PrioOneThreadBuilder {
             thread: Mutex::new(Some(thread)),
         });
         env.shared().add_dispatcher(core.clone())?;
-        Ok(DispatcherHandle::new(core))
+        Ok(PrioOneThreadHandle(DispatcherHandle::new(core)))
+    }
+}
+
+typed_handle!(
+    /// A handle to a `prio_one_thread` dispatcher: gives binders by priority (its plain
+    /// [`binder`](Self::binder) gives the lowest, `P0`).
+    PrioOneThreadHandle
+);
+
+impl PrioOneThreadHandle {
+    /// A binder that gives agents `priority`.
+    pub fn priority_binder(&self, priority: Priority) -> Binder {
+        self.0.binder_with(BindParams::Priority(priority as u8))
     }
 }
 
@@ -204,7 +223,7 @@ impl DispatcherCore for PrioOneThread {
     fn join(&self) {
         let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(t) = t {
-            super::worker::join_all(&self.name, [t]);
+            super::reuse::worker::join_all(&self.name, [t]);
         }
     }
 }

@@ -15,10 +15,10 @@
 //! - quoted: priorities take turns from the highest down, each running up to its quota of
 //!   demands (or until it has none), then the next lower one (wrapping to the highest).
 
-use super::worker::spin_until;
 use crate::defaults;
+use crate::dispatcher::reuse::worker::spin_until;
 use crate::queue::wakeup::SharedWakeup;
-use crate::queue::{EventQueue, QueueItem, RunningGuard};
+use crate::queue::{EventQueue, Local, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,13 +63,13 @@ impl Ready {
 struct Current<'q, T: QueueItem> {
     queues: &'q [Arc<EventQueue<T>>],
     index: usize,
-    guard: Option<RunningGuard>,
+    guard: Option<RunningGuard<'q, T>>,
 }
 
 impl<'q, T: QueueItem> Current<'q, T> {
     /// Makes queue `p` the one this thread runs and returns it.
     #[inline]
-    fn enter(&mut self, p: usize) -> &'q EventQueue<T> {
+    fn enter(&mut self, p: usize) -> Local<'q, T> {
         let q = &*self.queues[p];
         if self.index != p || self.guard.is_none() {
             self.guard = None;
@@ -78,7 +78,9 @@ impl<'q, T: QueueItem> Current<'q, T> {
             self.guard = Some(unsafe { RunningGuard::enter(q) });
             self.index = p;
         }
-        q
+        // SAFETY: the guard of `q` is held in `self` until the priority changes, and the
+        // token is used only until the loop enters another queue.
+        unsafe { Local::assume(q) }
     }
 }
 
@@ -124,25 +126,18 @@ pub(crate) fn run_prio<T: QueueItem>(
                 ready.any &= !(1 << p);
                 continue;
             };
-            let n = execute(q, d, budget);
+            let n = execute(q.queue(), d, budget);
             ran += n;
             if let PrioMode::Quoted(_) = mode {
                 cursor.1 = cursor.1.saturating_sub(n);
             }
-            // SAFETY: this thread runs `q` (entered above); the handler's local sends went to
-            // `q`, the queue it ran from.
-            if unsafe { q.local_is_empty() } && ready.remote & (1 << p) == 0 {
+            // The handler's local sends went to `q`, the queue it ran from.
+            if q.is_empty() && ready.remote & (1 << p) == 0 {
                 ready.any &= !(1 << p);
             }
         }
         if let (Some(p), Some(t0)) = (probe, t0) {
-            let left = (0..queues.len())
-                .map(|i| {
-                    let q = current.enter(i);
-                    // SAFETY: this thread runs `q` (entered just above).
-                    unsafe { q.len_here() }
-                })
-                .sum();
+            let left = (0..queues.len()).map(|i| current.enter(i).len()).sum();
             p.busy(t0, ran, left);
         }
         if ran > 0 || ready.any != 0 {
@@ -187,10 +182,9 @@ fn next_demand<'q, T: QueueItem>(
     current: &mut Current<'q, T>,
     ready: &mut Ready,
     p: usize,
-) -> Option<(&'q EventQueue<T>, T)> {
+) -> Option<(Local<'q, T>, T)> {
     let q = current.enter(p);
-    // SAFETY: this thread runs `q` (entered above).
-    if let Some(d) = unsafe { q.pop_local() } {
+    if let Some(d) = q.pop() {
         return Some((q, d));
     }
     if ready.remote & (1 << p) == 0 {
@@ -198,8 +192,7 @@ fn next_demand<'q, T: QueueItem>(
     }
     move_remote(current, ready, 1 << p);
     let q = current.enter(p);
-    // SAFETY: this thread runs `q` (entered again just above).
-    unsafe { q.pop_local() }.map(|d| (q, d))
+    q.pop().map(|d| (q, d))
 }
 
 /// Moves the remote halves of the queues in `which` to their local tails (up to
@@ -208,9 +201,8 @@ fn next_demand<'q, T: QueueItem>(
 fn move_remote<T: QueueItem>(current: &mut Current<'_, T>, ready: &mut Ready, which: u8) {
     for p in (0..current.queues.len()).filter(|p| which & (1 << p) != 0) {
         let q = current.enter(p);
-        // SAFETY: this thread runs `q` (entered above).
-        unsafe { q.drain_remote(defaults::REMOTE_BATCH) };
-        if !q.has_remote() {
+        q.drain_remote(defaults::REMOTE_BATCH);
+        if !q.queue().has_remote() {
             ready.remote &= !(1 << p);
         }
     }
@@ -240,89 +232,5 @@ fn choose(mode: PrioMode, local: u8, cursor: &mut (usize, usize)) -> Option<(usi
                 }
             }
         }
-    }
-}
-
-#[cfg(all(test, loom))]
-mod loom_model {
-    use super::{PrioMode, run_prio};
-    use crate::queue::EventQueue;
-    use crate::queue::LoomItem as Item;
-    use crate::queue::wakeup::SharedWakeup;
-    use loom::sync::atomic::AtomicUsize;
-    use std::sync::Arc;
-    use std::sync::atomic::Ordering::{Acquire, Release};
-    use std::time::Duration;
-
-    /// A producer thread pushes `per_queue` items to each of the two queues in turn, from
-    /// outside; the worker runs them by `mode`. Every item runs once, in order per queue, and
-    /// the worker neither sleeps through a push (whose flag may come after the worker's look:
-    /// the items must all run before the queues are closed, whose close would wake it) nor
-    /// exits before the queues are closed and empty. (One producer for both queues: two took
-    /// 150 s of model checking, for no other interleaving of the protocol, which is per push:
-    /// push, flag, notify.) Checked: the model fails when `notify` only sets the flag.
-    fn check(mode: PrioMode, per_queue: u8) {
-        loom::model(move || {
-            let group = Arc::new(SharedWakeup::new());
-            let queues: Arc<Vec<Arc<EventQueue<Item>>>> = Arc::new(
-                (0..2)
-                    .map(|p| Arc::new(EventQueue::in_group(group.clone(), 1 << p)))
-                    .collect(),
-            );
-            let ran = Arc::new(AtomicUsize::new(0));
-            let worker = {
-                let (queues, group, ran) = (queues.clone(), group.clone(), ran.clone());
-                loom::thread::spawn(move || {
-                    let mut got = Vec::new();
-                    run_prio(
-                        &queues[..],
-                        &group,
-                        mode,
-                        Duration::ZERO,
-                        None,
-                        |_, it, _| {
-                            got.push(it);
-                            ran.fetch_add(1, Release);
-                            1
-                        },
-                    );
-                    got
-                })
-            };
-            let producer = {
-                let queues = queues.clone();
-                loom::thread::spawn(move || {
-                    for i in 0..per_queue {
-                        for (p, q) in queues.iter().enumerate() {
-                            q.push_remote(Item(p as u8, i));
-                        }
-                    }
-                })
-            };
-            producer.join().unwrap();
-            // Closing wakes the worker: a push it slept through would go unseen until then.
-            while ran.load(Acquire) < 2 * usize::from(per_queue) {
-                loom::thread::yield_now();
-            }
-            for q in queues.iter() {
-                q.close();
-            }
-            let got = worker.join().unwrap();
-            assert_eq!(got.len(), 2 * usize::from(per_queue));
-            for p in 0..2 {
-                let seq: Vec<u8> = got.iter().filter(|it| it.0 == p).map(|it| it.1).collect();
-                assert_eq!(seq, (0..per_queue).collect::<Vec<_>>(), "FIFO per queue");
-            }
-        });
-    }
-
-    #[test]
-    fn strict_runs_every_push_once_without_lost_wakeups() {
-        check(PrioMode::Strict, 1);
-    }
-
-    #[test]
-    fn quoted_runs_every_push_once_without_lost_wakeups() {
-        check(PrioMode::Quoted([1; super::PRIORITIES]), 1);
     }
 }

@@ -1,0 +1,46 @@
+//! How an idle pool worker parks with no time limit, and how filling a LIFO slot wakes it: a
+//! worker parked for good must look at the other workers' slots once more after each fill, to
+//! take a queue stranded there by a blocked owner (nobody else would wake it for that).
+
+use crate::queue::wakeup::Wakeup;
+use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+
+/// The workers of a pool parked with no time limit, and how many are.
+pub(crate) struct ForeverParked {
+    flags: Box<[AtomicBool]>,
+    count: AtomicUsize,
+}
+
+impl ForeverParked {
+    pub(crate) fn new(workers: usize) -> Self {
+        Self {
+            flags: (0..workers).map(|_| AtomicBool::new(false)).collect(),
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    /// Worker `index` parks on `wakeup` until `ready()` holds. Its SeqCst count increment and
+    /// the slot loads in `ready` pair with a filler's SeqCst slot swap and count load (see
+    /// [`wake_others`](Self::wake_others)): one of the two sees the other.
+    pub(crate) fn park(&self, index: usize, wakeup: &Wakeup, ready: impl Fn() -> bool) {
+        self.flags[index].store(true, Ordering::SeqCst);
+        self.count.fetch_add(1, Ordering::SeqCst);
+        wakeup.sleep(ready);
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        self.flags[index].store(false, Ordering::Relaxed);
+    }
+
+    /// A LIFO slot of worker `filler` was filled (SeqCst): wakes every other worker parked
+    /// with no time limit, once, to watch it.
+    #[inline]
+    pub(crate) fn wake_others(&self, filler: usize, wakeups: &[Wakeup]) {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for (j, parked) in self.flags.iter().enumerate() {
+            if j != filler && parked.load(Ordering::Relaxed) {
+                wakeups[j].notify_fenced();
+            }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! Pieces the dispatchers share: the worker loop of a dedicated thread, the bound-agent
+//! count, the setters of thread builders.
+
+pub(crate) mod bound_count;
+#[cfg(all(test, loom))]
+mod loom_model;
+pub(crate) mod worker;
+
+/// The `new`, `name` and `worker_spin` methods of a builder of single-queue-per-thread
+/// dispatchers (fields `name` and `worker_spin`); `$default` is the default name.
+macro_rules! thread_builder_setters {
+    ($default:literal) => {
+        /// Default parameters.
+        pub fn new() -> Self {
+            Self::default()
+        }
+
+        #[doc = concat!("The dispatcher's name (its threads are named after it). Default: `\"", $default, "\"`.")]
+        pub fn name(mut self, name: impl Into<String>) -> Self {
+            self.name = name.into();
+            self
+        }
+
+        /// How long an idle worker thread spins before parking. Default:
+        /// [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN).
+        pub fn worker_spin(mut self, spin: std::time::Duration) -> Self {
+            self.worker_spin = spin;
+            self
+        }
+    };
+}
+pub(crate) use thread_builder_setters;

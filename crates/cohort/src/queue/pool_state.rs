@@ -1,0 +1,236 @@
+//! The state word of a pool queue and what moves it: the claim of an idle queue by a sender,
+//! a remote push to a busy one, the end of a turn, the finish step's close of lending.
+
+use super::event_queue::{EventQueue, Notifier, QueueItem, Schedule};
+use super::remote_blocks::{self, Block};
+use crate::sync::arc_from_ref;
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// Pool queue state flag: the queue is in a run queue, a LIFO slot or a worker's turn, and
+/// exactly one party holds it. Without it the queue is idle: nobody holds it and its remote
+/// half is empty (a turn ends in idle only when it has read up to the state's index).
+pub(super) const SCHEDULED: u64 = 1;
+/// Pool queue state flag: remote message demands hold their own reference to their agent.
+/// Clear while the queue's agents live: a demand reserved then may borrow the agent, because
+/// the queue's finish step moves every such demand ahead of `finish` (see
+/// [`EventQueue::close_lending`], and "Agent lifetime" in `docs/runtime-semantics.md`). Set
+/// once, by the runner, at that step.
+pub(super) const SENDERS_OWN: u64 = 2;
+/// Pool queue state: the remote half's write index sits above the flags; one remote push
+/// adds this (see [`remote_blocks`]).
+pub(super) const ONE_PUSH: u64 = 4;
+
+/// The remote half's write index in a state word.
+#[inline]
+pub(super) fn tail_index(state: u64) -> u64 {
+    state / ONE_PUSH
+}
+
+impl<T: QueueItem> EventQueue<T> {
+    /// A pool queue's remote push: one compare-and-swap on the state either claims the idle
+    /// queue or reserves an index of the remote half (see [`remote_blocks`]).
+    #[inline(always)]
+    pub(super) fn push_pooled(&self, make: impl FnOnce(bool) -> T, scheduler: &dyn Schedule<T>) {
+        let state = &self.senders.state;
+        let (tail, head) = (&self.senders.remote_tail, &self.run.remote_head);
+        // A block for the next link, taken before the reservation of a block's last slot (so
+        // that the senders waiting on the marker wait for stores, not an allocation).
+        let mut next: *mut Block<T> = ptr::null_mut();
+        let backoff = crate::sync::Backoff::new();
+        // Acquire: a state past a marker comes with the block linked before it.
+        let mut s = state.load(Ordering::Acquire);
+        loop {
+            if s & SCHEDULED == 0 {
+                if let Err(now) = state.compare_exchange_weak(
+                    s,
+                    s | SCHEDULED,
+                    // Release too: every write of the state both acquires and releases, so a
+                    // sender that reads an index also reads the blocks linked before it,
+                    // whoever wrote the state last (not only through release sequences).
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    s = now;
+                    continue;
+                }
+                // An idle pool queue that this sender just claimed: nobody runs it until it
+                // is handed to a run queue below, so the sender may leave its demand in the
+                // queue's `first` slot, on the line it has just written (acquire above: the
+                // last runner's release of the idle state, after it took the slot's previous
+                // demand), and save the remote push and pop. Its remote half is empty (a turn
+                // ends in idle only when it has read up to the index), so this sender's
+                // earlier demands ran before, and FIFO per sender holds. A push racing with
+                // this claim reserves an index and runs after this demand.
+                // SAFETY: the queue is SCHEDULED and in no run queue: this thread is its only
+                // user, and the slot is empty (every turn takes it; nothing else fills it).
+                unsafe {
+                    self.senders.has_first.with_mut(|has| {
+                        debug_assert!(!*has);
+                        *has = true;
+                    });
+                    self.senders
+                        .first
+                        .with_mut(|first| *first = MaybeUninit::new(make(s & SENDERS_OWN == 0)));
+                };
+                if !next.is_null() {
+                    head.give_back(next);
+                }
+                scheduler.schedule(self.arc());
+                return;
+            }
+            let index = tail_index(s);
+            if remote_blocks::is_marker(index) {
+                // Another sender is linking the next block in.
+                backoff.snooze();
+                s = crate::sync::load_latest(state);
+                continue;
+            }
+            if remote_blocks::is_last_slot(index) && next.is_null() {
+                next = head.take_block();
+            }
+            let block = tail.block(head);
+            // Release: the runner that reads this index (acquire) reads the blocks linked
+            // before it; the value itself is published by its slot's tag.
+            match state.compare_exchange_weak(s, s + ONE_PUSH, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    let borrow = s & SENDERS_OWN == 0;
+                    let step = || {
+                        state.fetch_add(ONE_PUSH, Ordering::AcqRel);
+                    };
+                    // SAFETY: this sender reserved `index` (the exchange above), `block` is the
+                    // tail block read after a state that had `index` (acquire), and `next` is
+                    // set when `index` is a block's last slot.
+                    unsafe { tail.write(block, index, next, step, || make(borrow)) };
+                    if !remote_blocks::is_last_slot(index) && !next.is_null() {
+                        // Taken for a last slot that another sender got.
+                        head.give_back(next);
+                    }
+                    // The queue was scheduled (not idle: see above): its runner reads up to the
+                    // new index before its turn can end in idle.
+                    return;
+                }
+                Err(now) => s = now,
+            }
+        }
+    }
+
+    /// A new strong reference to this queue.
+    #[inline]
+    fn arc(&self) -> Arc<Self> {
+        // SAFETY: queues are only created inside an `Arc` (every constructor returns one) and
+        // `self` is alive.
+        unsafe { arc_from_ref(self) }
+    }
+
+    /// A pool worker is done with its turn: returns true if the queue has more work and this
+    /// caller must schedule it again (it won the race to do so).
+    ///
+    /// # Safety
+    /// The caller just ran this queue and no longer runs it (its guard is dropped).
+    pub(super) unsafe fn finish_turn(&self) -> bool {
+        let Notifier::Pool { .. } = &self.notifier else {
+            return false;
+        };
+        let state = &self.senders.state;
+        // SAFETY: the state is still SCHEDULED, so no other runner can start (senders only
+        // claim or schedule an idle queue): nobody touches the local half while we read it.
+        if unsafe { !(*self.run.local.get()).is_empty() } {
+            return true;
+        }
+        // Idle only if the runner has read the remote half up to the state's index (no push
+        // since, none left by a drain that stopped at its limit); otherwise the queue stays
+        // scheduled and runs again. Release: a sender that claims the idle queue then fills
+        // its `first` slot.
+        // SAFETY: the caller ran this queue and nobody else reads the head.
+        let head = unsafe { self.run.remote_head.index() };
+        let busy = (head * ONE_PUSH) | SCHEDULED;
+        match state.compare_exchange(busy, busy & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => false,
+            // Once the agents have begun to finish (rare: a second try, not a load per turn).
+            Err(now) if now == busy | SENDERS_OWN => state
+                .compare_exchange(now, now & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err(),
+            Err(_) => true,
+        }
+    }
+
+    /// The finish step of the queue's agents: from now on a remote message demand owns its
+    /// agent reference, and every remote demand reserved before, which may borrow it, moves to
+    /// the local tail now, ahead of whatever the caller pushes next (the step that runs
+    /// `finish`, after which the cooperation may drop the agents). Waits for a sender between
+    /// its reservation and its write (a few instructions, unless it was preempted there). A
+    /// queue run by a dedicated thread moves what its remote half holds.
+    ///
+    /// A pool queue serves one group of one cooperation (a queue per agent or per
+    /// cooperation), so this runs once per queue, and no handler of its agents
+    /// runs after the `finish` that follows it.
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    pub(super) unsafe fn close_lending(&self) {
+        let Notifier::Pool { .. } = &self.notifier else {
+            // SAFETY: the caller runs this queue.
+            unsafe { self.drain_remote(usize::MAX) };
+            return;
+        };
+        // AcqRel, like every write of the state: with the blocks linked before the index.
+        let tail = tail_index(self.senders.state.fetch_or(SENDERS_OWN, Ordering::AcqRel));
+        let head = &self.run.remote_head;
+        let backoff = crate::sync::Backoff::new();
+        loop {
+            // SAFETY: the caller runs this queue: the head is its alone.
+            unsafe { self.move_to_local(usize::MAX, || head.pop(tail)) };
+            // SAFETY: as above.
+            if unsafe { head.index() } == tail {
+                return;
+            }
+            // A slot reserved before the flag and not written yet stopped the move.
+            backoff.snooze();
+        }
+    }
+
+    /// A pool swept this scheduled queue (its workers are gone): reject what it holds and
+    /// make it idle again, so that a later send finds it idle and is rejected in turn.
+    #[cold]
+    pub(crate) fn abandon(&self) {
+        // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers are
+        // gone: nobody runs it, and a sender claims it only once it is idle again (below).
+        if let Some(d) = unsafe { self.take_first() } {
+            d.reject();
+        }
+        // SAFETY: as above.
+        while let Some(d) = unsafe { (*self.run.local.get()).pop_front() } {
+            d.reject();
+        }
+        // Then the remote half, up to an index that no push passed before the queue went
+        // idle (as a turn ends).
+        // SAFETY: as above: this thread holds the queue, the runner's end is its own.
+        while unsafe { self.finish_turn() } {
+            // SAFETY: as above.
+            while let Some(d) = unsafe { self.pop_remote() } {
+                d.reject();
+            }
+        }
+    }
+
+    /// A pool queue's remote write index, as the state shows it now (acquire: with the
+    /// blocks linked before it).
+    #[inline]
+    pub(super) fn remote_tail(&self) -> u64 {
+        tail_index(self.senders.state.load(Ordering::Acquire))
+    }
+
+    /// A pool queue: takes the next demand of the remote half, if one was pushed by now.
+    ///
+    /// # Safety
+    /// The caller runs (or holds) this queue.
+    unsafe fn pop_remote(&self) -> Option<T> {
+        let tail = self.remote_tail();
+        // SAFETY: caller: the head is its alone.
+        unsafe { self.run.remote_head.pop(tail) }
+    }
+}
