@@ -3,7 +3,7 @@
 //! take a queue stranded there by a blocked owner (nobody else would wake it for that).
 
 use crate::queue::wakeup::Wakeup;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicUsize, Ordering, fence};
 
 /// The workers of a pool parked with no time limit, and how many are.
 pub(crate) struct ForeverParked {
@@ -34,9 +34,18 @@ impl ForeverParked {
     /// with no time limit, once, to watch it.
     #[inline]
     pub(crate) fn wake_others(&self, filler: usize, wakeups: &[Wakeup]) {
+        // Loom models SeqCst loads and read-modify-writes as acquire/release, not as members
+        // of one total order; the fence gives its model the order that the slot's SeqCst swap
+        // and this SeqCst load have in a real build.
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
         if self.count.load(Ordering::SeqCst) == 0 {
             return;
         }
+        // A worker counted here may not have said it sleeps yet; its look at the slots comes
+        // after it says so and a SeqCst fence, so with this fence either that look sees the
+        // slot filled or the loads below see it sleeping.
+        fence(Ordering::SeqCst);
         for (j, parked) in self.flags.iter().enumerate() {
             if j != filler && parked.load(Ordering::Relaxed) {
                 wakeups[j].notify_fenced();
