@@ -35,6 +35,8 @@ pub(crate) trait ErasedBody: Send {
     fn finish(&mut self, this: NonNull<DynCell>);
     fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure>;
     fn attach(&mut self, coop: *const CoopInner);
+    /// The agent's cooperation (see [`AgentBody::coop`]).
+    fn coop(&self) -> *const CoopInner;
     fn name(&self) -> Cow<'static, str>;
     fn agent_type(&self) -> std::any::TypeId;
     /// Drops the agent value.
@@ -272,6 +274,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
 
     fn attach(&mut self, coop: *const CoopInner) {
         self.coop = coop;
+    }
+
+    fn coop(&self) -> *const CoopInner {
+        self.coop
     }
 
     fn name(&self) -> Cow<'static, str> {

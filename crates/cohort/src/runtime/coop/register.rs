@@ -9,7 +9,7 @@ use crate::error::RegisterError;
 use crate::queue::EventQueue;
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 impl Coop {
@@ -149,6 +149,7 @@ impl Coop {
             }),
             pending: AtomicUsize::new(1),
             groups_left: AtomicUsize::new(0),
+            finishing_since: AtomicU32::new(0),
             extras: if extras.is_empty() {
                 None
             } else {
