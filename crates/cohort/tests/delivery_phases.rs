@@ -357,3 +357,306 @@ every_path! {
     adv_thread_pool: Kind::AdvThreadPool;
     prio_one_thread: Kind::PrioOneThread;
 }
+
+// The phase table: one test per cell.
+
+#[derive(Debug, Clone, Copy)]
+struct Ping;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Event {
+    Started,
+    Ping,
+    Finished,
+}
+
+/// How a cell's test sends [`Ping`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum How {
+    /// To the agent's own mailbox.
+    Direct,
+    /// Through a named mailbox.
+    OneToMany,
+}
+
+/// Reports its start, its `Ping`s (direct or through `topic`) and its finish.
+struct Subject {
+    topic: Mbox,
+    send_in_define: Option<How>,
+    events: Sender<Event>,
+}
+
+impl Subject {
+    fn report(&self, e: Event) {
+        let _ = self.events.send(e);
+    }
+}
+
+impl Agent for Subject {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Ping, _| me.report(Event::Ping))?;
+        ctx.subscribe(&self.topic, |me: &mut Self, _: &Ping, _| {
+            me.report(Event::Ping)
+        })?;
+        match self.send_in_define {
+            Some(How::Direct) => ctx.self_mbox().send(Ping),
+            Some(How::OneToMany) => self.topic.send(Ping),
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, _: &mut Context<'_, Self>) {
+        self.report(Event::Started);
+    }
+
+    fn finish(&mut self, _: &mut Context<'_, Self>) {
+        self.report(Event::Finished);
+    }
+}
+
+/// Holds its queue on [`Hold`] until the latch opens.
+struct Holder(Arc<Latch>);
+
+impl Agent for Holder {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Hold, _| me.0.wait())?;
+        Ok(())
+    }
+}
+
+/// An environment with a dead-letter recorder, a `one_thread` dispatcher whose queue a
+/// [`Holder`] holds until the latch opens, and the named mailbox `t`.
+struct Stage {
+    env: WrappedEnv,
+    dead: DeadLetters,
+    queue: Binder,
+    latch: Arc<Latch>,
+    topic: Mbox,
+}
+
+impl Stage {
+    fn new() -> Self {
+        let (env, dead) = DeadLetters::start();
+        let queue = OneThreadBuilder::new().build(&env).unwrap().binder();
+        let latch = Arc::new(Latch::default());
+        let mut coop = env.new_coop();
+        let holder = coop
+            .add_with_binder(Holder(latch.clone()), queue.clone())
+            .mbox();
+        env.register_coop(coop).unwrap();
+        holder.send(Hold);
+        let topic = env.named_mbox("t");
+        Self {
+            env,
+            dead,
+            queue,
+            latch,
+            topic,
+        }
+    }
+
+    /// Registers `n` subjects in one cooperation bound to the held queue.
+    fn subjects(&self, n: usize, send_in_define: Option<How>) -> Subjects {
+        let (tx, events) = mpsc::channel();
+        let mut coop = self.env.new_coop();
+        let direct = (0..n)
+            .map(|_| {
+                let s = Subject {
+                    topic: self.topic.clone(),
+                    send_in_define,
+                    events: tx.clone(),
+                };
+                coop.add_with_binder(s, self.queue.clone()).mbox()
+            })
+            .collect();
+        let handle = self.env.register_coop(coop).unwrap();
+        Subjects {
+            direct,
+            handle,
+            events,
+        }
+    }
+
+    fn send(&self, how: How, to: &Subjects) {
+        match how {
+            How::Direct => to.direct.iter().for_each(|m| m.send(Ping)),
+            How::OneToMany => self.topic.send(Ping),
+        }
+    }
+}
+
+struct Subjects {
+    direct: Vec<Mbox>,
+    handle: cohort::CoopHandle,
+    events: Receiver<Event>,
+}
+
+impl Subjects {
+    #[track_caller]
+    fn expect(&self, events: &[Event]) {
+        for e in events {
+            assert_eq!(recv(&self.events, &format!("{e:?}")), *e);
+        }
+    }
+
+    fn gone(&self) {
+        while !self.handle.is_gone() {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// How many subjects a cell's test uses: a 1:N send to two agents sharing a queue takes the
+/// broadcast path; a direct send goes to one.
+fn subjects_for(how: How) -> usize {
+    match how {
+        How::Direct => 1,
+        How::OneToMany => 2,
+    }
+}
+
+/// Defining: sent from `define` (the agent is not registered yet): a `NotRegistered` dead
+/// letter, never handled. (One subscriber: the send checks the status at once.)
+fn defining(how: How) {
+    watchdog(move || {
+        let stage = Stage::new();
+        let subjects = stage.subjects(1, Some(how));
+        assert_eq!(
+            stage.dead.of::<Ping>(),
+            vec![DeliveryFailure::NotRegistered]
+        );
+        stage.latch.open();
+        subjects.handle.deregister(DeregReason::Normal);
+        subjects.expect(&[Event::Started, Event::Finished]);
+        stage.env.stop_and_wait();
+    })
+}
+
+/// Registered, `start` not run yet (its queue is held): queued, handled after `start`.
+fn registered_not_started(how: How) {
+    watchdog(move || {
+        let stage = Stage::new();
+        let n = subjects_for(how);
+        let subjects = stage.subjects(n, None);
+        stage.send(how, &subjects);
+        stage.latch.open();
+        subjects.expect(&[Event::Started; 2][..n]);
+        subjects.expect(&[Event::Ping; 2][..n]);
+        assert_eq!(stage.dead.of::<Ping>(), vec![]);
+        stage.env.stop_and_wait();
+    })
+}
+
+/// Running: handled.
+fn running(how: How) {
+    watchdog(move || {
+        let stage = Stage::new();
+        stage.latch.open();
+        let n = subjects_for(how);
+        let subjects = stage.subjects(n, None);
+        subjects.expect(&[Event::Started; 2][..n]);
+        stage.send(how, &subjects);
+        subjects.expect(&[Event::Ping; 2][..n]);
+        assert_eq!(stage.dead.of::<Ping>(), vec![]);
+        stage.env.stop_and_wait();
+    })
+}
+
+/// Finishing: sent after `deregister()` returned, while `finish` has not run (its queue is
+/// held): a `ReceiverGone` dead letter per receiver, never handled.
+fn finishing(how: How) {
+    watchdog(move || {
+        let stage = Stage::new();
+        let n = subjects_for(how);
+        let subjects = stage.subjects(n, None);
+        subjects.handle.deregister(DeregReason::Normal);
+        stage.send(how, &subjects);
+        stage.latch.open();
+        subjects.expect(&[Event::Started; 2][..n]);
+        subjects.expect(&[Event::Finished; 2][..n]);
+        assert_eq!(
+            stage.dead.of::<Ping>(),
+            vec![DeliveryFailure::ReceiverGone; n]
+        );
+        stage.env.stop_and_wait();
+    })
+}
+
+/// Gone: a direct send is a `ReceiverGone` dead letter; a gone agent no longer subscribes,
+/// so a 1:N send reaches the others only (a `NoSubscriber` dead letter if none is left).
+fn gone(how: How) {
+    watchdog(move || {
+        let stage = Stage::new();
+        stage.latch.open();
+        let stays = stage.subjects(1, None);
+        let leaves = stage.subjects(1, None);
+        stays.expect(&[Event::Started]);
+        leaves.expect(&[Event::Started]);
+        leaves.handle.deregister(DeregReason::Normal);
+        leaves.expect(&[Event::Finished]);
+        leaves.gone();
+        stage.send(how, &leaves);
+        match how {
+            How::Direct => {
+                assert_eq!(stage.dead.of::<Ping>(), vec![DeliveryFailure::ReceiverGone])
+            }
+            How::OneToMany => {
+                stays.expect(&[Event::Ping]);
+                assert_eq!(stage.dead.of::<Ping>(), vec![]);
+                stays.handle.deregister(DeregReason::Normal);
+                stays.expect(&[Event::Finished]);
+                stays.gone();
+                stage.send(how, &stays);
+                assert_eq!(stage.dead.of::<Ping>(), vec![DeliveryFailure::NoSubscriber]);
+            }
+        }
+        assert!(leaves.events.try_recv().is_err(), "a gone agent handled it");
+        stage.env.stop_and_wait();
+    })
+}
+
+mod phase {
+    use super::*;
+
+    #[test]
+    fn defining_direct() {
+        defining(How::Direct)
+    }
+    #[test]
+    fn defining_one_to_many() {
+        defining(How::OneToMany)
+    }
+    #[test]
+    fn registered_not_started_direct() {
+        registered_not_started(How::Direct)
+    }
+    #[test]
+    fn registered_not_started_one_to_many() {
+        registered_not_started(How::OneToMany)
+    }
+    #[test]
+    fn running_direct() {
+        running(How::Direct)
+    }
+    #[test]
+    fn running_one_to_many() {
+        running(How::OneToMany)
+    }
+    #[test]
+    fn finishing_direct() {
+        finishing(How::Direct)
+    }
+    #[test]
+    fn finishing_one_to_many() {
+        finishing(How::OneToMany)
+    }
+    #[test]
+    fn gone_direct() {
+        gone(How::Direct)
+    }
+    #[test]
+    fn gone_one_to_many() {
+        gone(How::OneToMany)
+    }
+}
