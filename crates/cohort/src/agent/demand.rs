@@ -1,6 +1,6 @@
 //! [`Demand`]: one unit of work in an [`EventQueue`].
 
-use crate::agent::cell::{AgentRef, DeliveryFailure, DynCell};
+use crate::agent::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell, FINISHING, NEW};
 use crate::mailbox::MboxId;
 use crate::mailbox::multi_consumer::{Marker, QueueGroup};
 use crate::message::Envelope;
@@ -20,9 +20,11 @@ pub(crate) enum Demand {
 pub(crate) enum Control {
     /// One message for every agent of `targets` (the subscribers of a multi-consumer mailbox
     /// bound to this queue): one demand per queue per send, not one per subscriber.
+    /// `sent_at`: the finish epoch when it was sent (see [`BroadcastTargets::run`]).
     Broadcast {
         targets: Arc<BroadcastTargets>,
         msg: Envelope,
+        sent_at: u32,
     },
     /// The subscribers bound to this queue have entries to handle in a broadcast log (one
     /// send to subscribers on many queues): see `mailbox/multi_consumer/log.rs`.
@@ -55,8 +57,10 @@ impl BroadcastTargets {
         }
     }
 
-    /// Hands `msg` to every target, in subscription order.
-    pub(crate) fn run(&self, msg: Envelope) {
+    /// Hands `msg`, sent at finish epoch `sent_at`, to every target, in subscription order.
+    /// A target whose cooperation was already finishing when it was sent gets it as a dead
+    /// letter, as a direct send would have made it then.
+    pub(crate) fn run(&self, msg: Envelope, sent_at: u32) {
         let mut msg = Some(msg);
         let n = self.cells.len();
         for (i, cell) in self.cells.iter().enumerate() {
@@ -66,10 +70,11 @@ impl BroadcastTargets {
                 msg.as_ref().and_then(Envelope::duplicate)
             };
             let Some(m) = m else { return };
-            if cell.header.status() == crate::agent::cell::NEW {
-                // Subscribed in `define` of a cooperation still registering (or that failed):
-                // its body belongs to the registering thread.
-                cell.header.dead_letter(m, DeliveryFailure::NotRegistered);
+            let status = cell.header.status();
+            if status != ACTIVE
+                && let Some(why) = undeliverable(cell, status, sent_at)
+            {
+                cell.header.dead_letter(m, why);
                 continue;
             }
             // SAFETY: `cells` holds a strong count on each cell for as long as this demand
@@ -79,15 +84,40 @@ impl BroadcastTargets {
     }
 }
 
+/// Why a 1:N message sent at finish epoch `sent_at` does not reach `cell`, whose status is
+/// `status` (not `ACTIVE`), on the thread that runs its queue; `None` if it does.
+#[cold]
+fn undeliverable(cell: &DynCell, status: u8, sent_at: u32) -> Option<DeliveryFailure> {
+    match status {
+        // Subscribed in `define` of a cooperation still registering (or that failed): its
+        // body belongs to the registering thread.
+        NEW => Some(DeliveryFailure::NotRegistered),
+        FINISHING => {
+            // SAFETY: this thread runs the cell's queue (callers), and no handler of it runs.
+            let coop = unsafe { cell.body_shared() }.coop();
+            // SAFETY: an agent's cooperation outlives its agents' demands (`AgentBody::coop`).
+            unsafe { &*coop }
+                .gone_for(sent_at)
+                .then_some(DeliveryFailure::ReceiverGone)
+        }
+        // `FINISHED`: the handler path counts it.
+        _ => None,
+    }
+}
+
 impl Demand {
     /// A lifecycle step for group `group` of `coop`.
     pub(crate) fn lifecycle(coop: Arc<CoopInner>, group: u32, step: Step) -> Self {
         Demand::Control(Control::Lifecycle { coop, group, step })
     }
 
-    /// A message for the subscribers `targets`.
-    pub(crate) fn broadcast(targets: Arc<BroadcastTargets>, msg: Envelope) -> Self {
-        Demand::Control(Control::Broadcast { targets, msg })
+    /// A message for the subscribers `targets`, sent at finish epoch `sent_at`.
+    pub(crate) fn broadcast(targets: Arc<BroadcastTargets>, msg: Envelope, sent_at: u32) -> Self {
+        Demand::Control(Control::Broadcast {
+            targets,
+            msg,
+            sent_at,
+        })
     }
 
     /// A broadcast log's marker for the group bound to the queue it is pushed to.
@@ -106,7 +136,11 @@ impl Demand {
             Demand::Control(Control::Lifecycle { coop, group, step }) => {
                 coop.run_step(group, step, queue)
             }
-            Demand::Control(Control::Broadcast { targets, msg }) => targets.run(msg),
+            Demand::Control(Control::Broadcast {
+                targets,
+                msg,
+                sent_at,
+            }) => targets.run(msg, sent_at),
             Demand::Control(Control::Log(marker)) => return run_marker(marker, queue, budget),
         }
         1
@@ -135,7 +169,7 @@ impl Demand {
     pub(crate) fn reject(self) {
         match self {
             Demand::Message { agent, msg, .. } => agent.reject(msg, DeliveryFailure::ReceiverGone),
-            Demand::Control(Control::Broadcast { targets, msg }) => {
+            Demand::Control(Control::Broadcast { targets, msg, .. }) => {
                 targets.reject(msg.type_name(), 1)
             }
             Demand::Control(Control::Log(marker)) => marker.reject(),

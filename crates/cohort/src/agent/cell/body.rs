@@ -35,6 +35,8 @@ pub(crate) trait ErasedBody: Send {
     fn finish(&mut self, this: NonNull<DynCell>);
     fn define(&mut self, this: NonNull<DynCell>) -> Result<(), DefineFailure>;
     fn attach(&mut self, coop: *const CoopInner);
+    /// The agent's cooperation (see [`AgentBody::coop`]).
+    fn coop(&self) -> *const CoopInner;
     fn name(&self) -> Cow<'static, str>;
     /// The active states' names, innermost first (the test kit's view of the agent).
     fn state_path(&self) -> Vec<String>;
@@ -271,6 +273,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
 
     fn attach(&mut self, coop: *const CoopInner) {
         self.coop = coop;
+    }
+
+    fn coop(&self) -> *const CoopInner {
+        self.coop
     }
 
     fn name(&self) -> Cow<'static, str> {

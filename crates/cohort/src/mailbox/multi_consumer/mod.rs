@@ -27,6 +27,7 @@ use crate::mailbox::dead_letter::DeliveryFailure;
 use crate::mailbox::{MboxId, deliver};
 use crate::message::Envelope;
 use crate::queue::EventQueue;
+use crate::runtime::coop::finish_epoch;
 use crate::runtime::env::EnvShared;
 use crate::trace::{self, TraceStep};
 use std::any::TypeId;
@@ -484,7 +485,7 @@ impl NamedMbox {
             && let Some(log) = t.log()
         {
             let id = Arc::as_ptr(log) as usize;
-            log.append(msg, !crate::queue::last_log::is(id));
+            log.append((msg, finish_epoch()), !crate::queue::last_log::is(id));
             crate::queue::last_log::set(id);
             return;
         }
@@ -513,7 +514,7 @@ impl NamedMbox {
             if trace::on() {
                 self.trace_queued(targets, &msg);
             }
-            let d = Demand::broadcast(targets.clone(), msg);
+            let d = Demand::broadcast(targets.clone(), msg, finish_epoch());
             // A broadcast demand holds no borrowed reference: either half will do.
             queue.push(d)
         }

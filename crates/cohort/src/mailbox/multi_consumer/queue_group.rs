@@ -15,7 +15,8 @@ pub(crate) struct QueueGroup {
 }
 
 impl LogGroup for QueueGroup {
-    type Entry = Envelope;
+    /// The message and the finish epoch it was sent at (see [`BroadcastTargets::run`]).
+    type Entry = (Envelope, u32);
 
     #[inline]
     fn push_marker(&self, marker: Marker<Self>) {
@@ -23,11 +24,11 @@ impl LogGroup for QueueGroup {
     }
 
     #[inline]
-    fn handle(&self, entry: &Envelope) {
+    fn handle(&self, (entry, sent_at): &(Envelope, u32)) {
         // Only envelopes that can be duplicated go into a log: `duplicate` reads the payload
         // through `&self` (a shared-payload count or a copy of one word), safe from any thread.
         match entry.duplicate() {
-            Some(msg) => self.targets.run(msg),
+            Some(msg) => self.targets.run(msg, *sent_at),
             None => self.reject(1),
         }
     }

@@ -16,7 +16,7 @@ mod registered;
 
 pub use builder::{AgentHandle, Coop};
 pub use registered::CoopHandle;
-pub(crate) use registered::CoopInner;
+pub(crate) use registered::{CoopInner, finish_epoch};
 
 /// A cooperation's identity, unique within its environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -16,7 +16,7 @@ use crate::queue::EventQueue;
 use crate::runtime::env::EnvShared;
 use std::cell::UnsafeCell;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 impl Coop {
@@ -69,6 +69,7 @@ impl Coop {
             }),
             pending: AtomicUsize::new(1),
             groups_left: AtomicUsize::new(0),
+            finishing_since: AtomicU32::new(0),
             extras: if extras.is_empty() {
                 None
             } else {

@@ -9,11 +9,27 @@ use crate::dispatcher::Binder;
 use crate::panic::PanicReaction;
 use crate::queue::EventQueue;
 use crate::runtime::env::EnvShared;
+use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+
+/// How many cooperations have begun finishing, in this process: a 1:N send reads it once
+/// and carries it, so that a receiver whose cooperation began finishing at or before that
+/// reading is treated as gone, as a direct send at that moment would have found it.
+/// Process-wide rather than per environment: the comparison only needs one order, and a
+/// send then reads it without reaching its environment. 32 bits, compared with wrapping,
+/// keep a broadcast demand at 40 bytes (a send would have to stay queued through 2^31
+/// cooperations finishing to be misjudged).
+static FINISH_EPOCH: CachePadded<AtomicU32> = CachePadded::new(AtomicU32::new(0));
+
+/// The current finish epoch, for a 1:N send to carry (see [`CoopInner::gone_for`]).
+#[inline]
+pub(crate) fn finish_epoch() -> u32 {
+    FINISH_EPOCH.load(Ordering::Acquire)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum CoopStatus {
@@ -84,6 +100,9 @@ pub(crate) struct CoopInner {
     pub(super) pending: AtomicUsize,
     /// Groups that have not finished yet.
     pub(super) groups_left: AtomicUsize,
+    /// The finish epoch its agents became `FINISHING` at: written before their status, so
+    /// whoever reads `FINISHING` (acquire) reads it.
+    pub(super) finishing_since: AtomicU32,
     pub(super) extras: Option<Box<CoopExtras>>,
 }
 
@@ -117,6 +136,7 @@ impl CoopInner {
             }),
             pending: AtomicUsize::new(1),
             groups_left: AtomicUsize::new(0),
+            finishing_since: AtomicU32::new(0),
             extras: None,
         }
     }
@@ -245,6 +265,8 @@ impl CoopInner {
 
     /// Every child is gone: queue `finish` for every group.
     fn begin_finish(self: &Arc<Self>) {
+        let epoch = FINISH_EPOCH.fetch_add(1, Ordering::AcqRel) + 1;
+        self.finishing_since.store(epoch, Ordering::Relaxed);
         for cell in self.agents.iter() {
             cell.header.set_status(FINISHING);
         }
@@ -258,6 +280,16 @@ impl CoopInner {
                 Step::Finish { drained: false },
             ));
         }
+    }
+
+    /// Whether a 1:N send that read finish epoch `sent_at` must treat this cooperation's
+    /// agents as gone: they were already finishing then. Called after observing an agent's
+    /// status `FINISHING` (acquire), which makes the epoch visible.
+    #[cold]
+    pub(crate) fn gone_for(&self, sent_at: u32) -> bool {
+        let since = self.finishing_since.load(Ordering::Relaxed);
+        // `since <= sent_at` in wrapping order.
+        (sent_at.wrapping_sub(since) as i32) >= 0
     }
 
     /// Runs a lifecycle step on the thread that runs `queue`.
