@@ -84,9 +84,10 @@ pub use mailbox::{Mbox, MboxId};
 pub use message::Mutable;
 pub use panic::PanicReaction;
 pub use runtime::coop::{
-    AgentHandle, Coop, CoopDeregistered, CoopHandle, CoopId, CoopRegistered, DeregReason,
+    AgentHandle, Coop, CoopDeregistered, CoopGone, CoopHandle, CoopId, CoopRegistered,
+    CoopWaitError, DeregReason,
 };
 pub use runtime::env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
-pub use timer::{TimerHandle, TimerQueue};
+pub use timer::{TimerHandle, TimerId, TimerQueue};
 pub use trace::{MessageTracing, TraceEvent, TraceStep};
