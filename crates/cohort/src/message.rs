@@ -13,22 +13,7 @@ use std::any::TypeId;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 use std::sync::Arc;
 
-/// Marks a message as mutable: it has exactly one receiver, which takes it by value.
-///
-/// Send it with [`Mbox::send_mut`](crate::Mbox::send_mut) and subscribe to it with
-/// [`Context::on_mut`](crate::Context::on_mut).
-///
-/// ```
-/// use cohort::Mutable;
-/// let m = Mutable(vec![1u8, 2, 3]);
-/// assert_eq!(m.0.len(), 3);
-/// ```
-///
-/// `#[repr(transparent)]`: a `Mutable<M>` is laid out as an `M`, so a message limit or a
-/// delivery filter declared for `Mutable<M>` reads the `M` a mutable envelope carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(transparent)]
-pub struct Mutable<M>(pub M);
+pub(crate) use crate::Mutable;
 
 /// The static description of one message type in one representation.
 pub(crate) struct MsgMeta {

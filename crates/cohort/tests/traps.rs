@@ -121,3 +121,30 @@ impl std::task::Wake for ChannelWaker {
         let _ = self.0.lock().unwrap().send(());
     }
 }
+
+/// Subscribes to mutable `u8` on a multi-consumer mailbox: refused in `define`.
+struct MutableOnNamed;
+
+impl cohort::Agent for MutableOnNamed {
+    fn define(&mut self, ctx: &mut cohort::Context<'_, Self>) -> Result<(), cohort::DefineError> {
+        let named = ctx.environment().named_mbox("traps");
+        ctx.subscribe_mut(&named, |_, _: u8, _| {})?;
+        Ok(())
+    }
+}
+
+#[test]
+fn errors_name_the_public_mutable_type() {
+    watchdog(TIMEOUT, || {
+        let env = cohort::Environment::builder().start().unwrap();
+        let mut coop = env.new_coop();
+        coop.add(MutableOnNamed);
+        let err = env.register_coop(coop).unwrap_err().to_string();
+        assert!(err.contains("`cohort::Mutable<u8>`"), "{err}");
+        assert!(!err.contains("cohort::message"), "{err}");
+        assert_eq!(
+            std::any::type_name::<cohort::Mutable<u8>>(),
+            "cohort::Mutable<u8>"
+        );
+    });
+}
