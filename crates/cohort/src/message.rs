@@ -36,6 +36,16 @@ pub(crate) struct MsgMeta {
     /// forwarded message can reach several receivers. `None` where `copy` already works or
     /// the message is mutable.
     pub(crate) share: Option<ShareFn>,
+    /// Borrows the message (the user's `M`, also for a mutable one) for inspection, e.g. by
+    /// the dead-letter hook.
+    pub(crate) any: unsafe fn(&Envelope) -> &dyn std::any::Any,
+}
+
+/// # Safety
+/// `e` was built from an `M` and has not been consumed.
+unsafe fn any_of<M: Send + 'static>(e: &Envelope) -> &dyn std::any::Any {
+    // SAFETY: as the caller guarantees.
+    unsafe { e.get::<M>() }
 }
 
 /// Moves a boxed or inline immutable payload into a shared `Arc`, with the shared meta.
@@ -68,6 +78,7 @@ impl<M: Send + 'static> Metas<M> {
         } else {
             None
         },
+        any: any_of::<M>,
     };
     const SHARED: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<M>(),
@@ -77,6 +88,7 @@ impl<M: Send + 'static> Metas<M> {
         mutable: false,
         share: None,
         copy: Some(retain_arc::<M>),
+        any: any_of::<M>,
     };
     const MUTABLE: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<Mutable<M>>(),
@@ -86,6 +98,7 @@ impl<M: Send + 'static> Metas<M> {
         mutable: true,
         share: None,
         copy: None,
+        any: any_of::<M>,
     };
 }
 
@@ -267,6 +280,13 @@ impl Envelope {
     #[inline]
     pub(crate) fn type_name_fn(&self) -> fn() -> &'static str {
         self.meta.name
+    }
+
+    /// Borrows the message (the user's type) for inspection.
+    pub(crate) fn as_any(&self) -> &dyn std::any::Any {
+        // SAFETY: `meta` was made for the type the payload holds, and an envelope that is
+        // still alive has not been consumed.
+        unsafe { (self.meta.any)(self) }
     }
 
     /// Borrows the message as an `M`.

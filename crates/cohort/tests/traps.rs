@@ -148,3 +148,41 @@ fn errors_name_the_public_mutable_type() {
         );
     });
 }
+
+#[test]
+fn the_dead_letter_hook_sees_the_mailbox_the_agent_and_the_message() {
+    watchdog(TIMEOUT, || {
+        type Seen = (
+            cohort::DeliveryFailure,
+            Option<cohort::MboxId>,
+            Option<cohort::MboxId>,
+            Option<u64>,
+        );
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Seen>::new()));
+        let sink = seen.clone();
+        let env = cohort::Environment::builder()
+            .dead_letter_hook(move |d| {
+                let value = d.message.and_then(|m| m.downcast_ref::<u64>()).copied();
+                sink.lock()
+                    .unwrap()
+                    .push((d.reason, d.mbox, d.agent, value));
+            })
+            .start()
+            .unwrap();
+        let mut coop = env.new_coop();
+        let mbox = coop.add(common::Idle).mbox();
+        let handle = env.register_coop(coop).unwrap();
+        handle.deregister(cohort::DeregReason::Normal);
+        handle.wait_gone(Duration::from_secs(3600)).unwrap();
+        mbox.send(7u64);
+        assert_eq!(
+            seen.lock().unwrap().clone(),
+            vec![(
+                cohort::DeliveryFailure::ReceiverGone,
+                Some(mbox.id()),
+                Some(mbox.id()),
+                Some(7)
+            )]
+        );
+    });
+}

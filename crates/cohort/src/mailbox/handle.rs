@@ -362,7 +362,7 @@ pub(crate) fn deliver_to_self(cell: std::ptr::NonNull<DynCell>, msg: Envelope) {
     let cell_ref = unsafe { cell.as_ref() };
     let header = &cell_ref.header;
     if header.status() != ACTIVE {
-        return reject(header, msg);
+        return reject(cell_ref, cell_ref.mbox_id(), msg);
     }
     let mbox = cell_ref.mbox_id();
     let (msg, counted) = match admit(cell_ref, mbox, msg, 0) {
@@ -418,13 +418,14 @@ fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Enve
 }
 
 #[cold]
-fn reject(header: &crate::agent::cell::Header, msg: Envelope) {
+fn reject(cell: &DynCell, mbox: MboxId, msg: Envelope) {
+    let header = &cell.header;
     let why = if header.status() == crate::agent::cell::NEW {
         DeliveryFailure::NotRegistered
     } else {
         DeliveryFailure::ReceiverGone
     };
-    header.dead_letter(msg, why)
+    header.dead_letter_at(msg, why, mbox, cell.mbox_id())
 }
 
 #[inline(always)]
@@ -443,7 +444,7 @@ pub(crate) fn deliver_to(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope) {
 pub(crate) fn deliver_at(cell: &Arc<DynCell>, mbox: MboxId, msg: Envelope, depth: u8) {
     let header = &cell.header;
     if header.status() != ACTIVE {
-        return reject(header, msg);
+        return reject(cell, mbox, msg);
     }
     let (msg, counted) = match admit(cell, mbox, msg, depth) {
         Some(admitted) => admitted,
