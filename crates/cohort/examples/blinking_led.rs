@@ -89,11 +89,10 @@ fn main() {
     // Three toggles: on at 0 ms, off at 220 ms (in `dark`, its second phase), on again at
     // 300 ms: history resumes `dark`, not the initial `lit`. The 700 ms limit switches it
     // off at about 1000 ms.
-    // Keep the handles: dropping a TimerHandle cancels its timer.
-    let _timers: Vec<_> = [0, 220, 300]
-        .into_iter()
-        .map(|ms| env.send_delayed(&led, Duration::from_millis(ms), Toggle))
-        .collect();
+    // Delayed sends are fire-and-forget: no handle to keep.
+    for ms in [0, 220, 300] {
+        env.send_delayed(&led, Duration::from_millis(ms), Toggle);
+    }
     env.wait(); // the LED stops the environment
     println!("done: blinking_led");
 }

@@ -4,9 +4,12 @@
 //!
 //! What it shows:
 //! - `send_delayed`: one message, later; `send_periodic`: a message every period;
-//! - the [`TimerHandle`] they return owns the timer: **dropping the handle cancels the
-//!   timer**. Keep it (here in the agent) for as long as the timer should run, call
-//!   `cancel()` to stop it early, or `detach()` to let it run unowned;
+//! - a delayed send is fire-and-forget: the `TimerId` it returns may be dropped (the
+//!   timer still fires) or kept to `cancel()` it; `.cancel_on_drop()` makes it a guard;
+//! - a periodic timer lives as long as the [`TimerHandle`] `send_periodic` returns:
+//!   **dropping the handle cancels the timer**. Keep it (here in the agent) for as long as
+//!   the timer should run, call `cancel()` to stop it early, or `detach()` to let it run
+//!   unowned;
 //! - `Environment::timer_count` (also in the run-time statistics) counts active timers.
 
 use cohort::{Agent, Context, DefineError, TimerHandle};
@@ -27,8 +30,6 @@ struct Clock {
     ticks: u32,
     /// The periodic timer lives as long as this handle: dropping it would cancel the ticks.
     ticking: Option<TimerHandle>,
-    /// The one-shot timers too: a handle dropped at the end of `start` would cancel them.
-    pending: Vec<TimerHandle>,
 }
 
 impl Clock {
@@ -67,12 +68,11 @@ impl Agent for Clock {
         // First tick after 50 ms, then every 50 ms.
         let period = Duration::from_millis(50);
         self.ticking = Some(ctx.send_periodic(&me, period, period, Tick));
-        self.pending
-            .push(ctx.send_delayed(&me, Duration::from_millis(120), Reminder("tea")));
-        self.pending
-            .push(ctx.send_delayed(&me, Duration::from_millis(400), Stop));
+        // One-shot timers run on their own: nothing to keep.
+        ctx.send_delayed(&me, Duration::from_millis(120), Reminder("tea"));
+        ctx.send_delayed(&me, Duration::from_millis(400), Stop);
         // Cancelled before it fires: `Never` is never sent.
-        let mut never = ctx.send_delayed(&me, Duration::from_millis(100), Never);
+        let never = ctx.send_delayed(&me, Duration::from_millis(100), Never);
         never.cancel();
         self.log(&format!(
             "scheduled; {} timer(s) active",
@@ -88,7 +88,6 @@ fn main() {
             born: Instant::now(),
             ticks: 0,
             ticking: None,
-            pending: Vec::new(),
         });
         env.register_coop(coop)?;
         Ok(())

@@ -85,12 +85,31 @@ pub use mailbox::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use mailbox::limits::MessageLimits;
 pub use mailbox::request::{PendingReply, Request, RequestError, Responder};
 pub use mailbox::{Mbox, MboxId};
-pub use message::Mutable;
 pub use panic::PanicReaction;
 pub use runtime::coop::{
-    AgentHandle, Coop, CoopDeregistered, CoopHandle, CoopId, CoopRegistered, DeregReason,
+    AgentHandle, Coop, CoopDeregistered, CoopGone, CoopHandle, CoopId, CoopRegistered,
+    CoopWaitError, DeregReason,
 };
 pub use runtime::env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
 pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
-pub use timer::{TimerHandle, TimerQueue};
+pub use timer::{TimerHandle, TimerId, TimerQueue};
 pub use trace::{MessageTracing, TraceEvent, TraceStep};
+
+/// Marks a message as mutable: it has exactly one receiver, which takes it by value.
+///
+/// Send it with [`Mbox::send_mut`](crate::Mbox::send_mut) and subscribe to it with
+/// [`Context::on_mut`](crate::Context::on_mut).
+///
+/// ```
+/// use cohort::Mutable;
+/// let m = Mutable(vec![1u8, 2, 3]);
+/// assert_eq!(m.0.len(), 3);
+/// ```
+///
+/// `#[repr(transparent)]`: a `Mutable<M>` is laid out as an `M`, so a message limit or a
+/// delivery filter declared for `Mutable<M>` reads the `M` a mutable envelope carries.
+// Defined at the crate root so that `std::any::type_name` (used in errors and dead
+// letters) names the public path `cohort::Mutable<M>`, not a private module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
+pub struct Mutable<M>(pub M);

@@ -13,22 +13,7 @@ use std::any::TypeId;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 use std::sync::Arc;
 
-/// Marks a message as mutable: it has exactly one receiver, which takes it by value.
-///
-/// Send it with [`Mbox::send_mut`](crate::Mbox::send_mut) and subscribe to it with
-/// [`Context::on_mut`](crate::Context::on_mut).
-///
-/// ```
-/// use cohort::Mutable;
-/// let m = Mutable(vec![1u8, 2, 3]);
-/// assert_eq!(m.0.len(), 3);
-/// ```
-///
-/// `#[repr(transparent)]`: a `Mutable<M>` is laid out as an `M`, so a message limit or a
-/// delivery filter declared for `Mutable<M>` reads the `M` a mutable envelope carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(transparent)]
-pub struct Mutable<M>(pub M);
+pub(crate) use crate::Mutable;
 
 /// The static description of one message type in one representation.
 pub(crate) struct MsgMeta {
@@ -51,6 +36,16 @@ pub(crate) struct MsgMeta {
     /// forwarded message can reach several receivers. `None` where `copy` already works or
     /// the message is mutable.
     pub(crate) share: Option<ShareFn>,
+    /// Borrows the message (the user's `M`, also for a mutable one) for inspection, e.g. by
+    /// the dead-letter hook.
+    pub(crate) any: unsafe fn(&Envelope) -> &dyn std::any::Any,
+}
+
+/// # Safety
+/// `e` was built from an `M` and has not been consumed.
+unsafe fn any_of<M: Send + 'static>(e: &Envelope) -> &dyn std::any::Any {
+    // SAFETY: as the caller guarantees.
+    unsafe { e.get::<M>() }
 }
 
 /// Moves a boxed or inline immutable payload into a shared `Arc`, with the shared meta.
@@ -83,6 +78,7 @@ impl<M: Send + 'static> Metas<M> {
         } else {
             None
         },
+        any: any_of::<M>,
     };
     const SHARED: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<M>(),
@@ -92,6 +88,7 @@ impl<M: Send + 'static> Metas<M> {
         mutable: false,
         share: None,
         copy: Some(retain_arc::<M>),
+        any: any_of::<M>,
     };
     const MUTABLE: &'static MsgMeta = &MsgMeta {
         key: TypeId::of::<Mutable<M>>(),
@@ -101,6 +98,7 @@ impl<M: Send + 'static> Metas<M> {
         mutable: true,
         share: None,
         copy: None,
+        any: any_of::<M>,
     };
 }
 
@@ -282,6 +280,13 @@ impl Envelope {
     #[inline]
     pub(crate) fn type_name_fn(&self) -> fn() -> &'static str {
         self.meta.name
+    }
+
+    /// Borrows the message (the user's type) for inspection.
+    pub(crate) fn as_any(&self) -> &dyn std::any::Any {
+        // SAFETY: `meta` was made for the type the payload holds, and an envelope that is
+        // still alive has not been consumed.
+        unsafe { (self.meta.any)(self) }
     }
 
     /// Borrows the message as an `M`.

@@ -160,7 +160,7 @@ pub fn run_mass(
             let d = delay_of(i, count, delay, spread);
             let due = u64::try_from((Instant::now() - base + d).as_nanos()).unwrap_or(u64::MAX);
             last_deadline = last_deadline.max(due);
-            env.send_delayed(&counter, d, Due(due)).detach();
+            env.send_delayed(&counter, d, Due(due));
         }
         last_deadline
     });

@@ -2,6 +2,8 @@
 //! counted ([`Environment::dead_letters`](crate::Environment::dead_letters)) and handed to the
 //! environment's optional hook ([`EnvironmentBuilder::dead_letter_hook`](crate::EnvironmentBuilder::dead_letter_hook)).
 
+use crate::mailbox::MboxId;
+use std::any::Any;
 use std::fmt;
 
 /// Why a message was not delivered.
@@ -93,12 +95,36 @@ impl fmt::Display for DeliveryFailure {
 }
 
 /// A message that could not be delivered, as seen by the dead-letter hook.
+///
+/// The context fields are `None` where the runtime does not know them at the place the
+/// message was found undeliverable (e.g. a timer refused after the environment stopped).
 #[derive(Debug, Clone, Copy)]
-pub struct DeadLetter {
+#[non_exhaustive]
+pub struct DeadLetter<'a> {
     /// The message's type name.
     pub message_type: &'static str,
     /// Why it was not delivered.
     pub reason: DeliveryFailure,
+    /// The mailbox it was sent to, if known.
+    pub mbox: Option<MboxId>,
+    /// The receiving agent (the id of its direct mailbox), if there was one.
+    pub agent: Option<MboxId>,
+    /// The message itself, for inspection (`downcast_ref::<M>()` with the user's type, also
+    /// for a mutable message), if it still exists.
+    pub message: Option<&'a dyn Any>,
+}
+
+impl DeadLetter<'_> {
+    /// A dead letter known only by its type name and reason.
+    pub(crate) fn bare(message_type: &'static str, reason: DeliveryFailure) -> Self {
+        Self {
+            message_type,
+            reason,
+            mbox: None,
+            agent: None,
+            message: None,
+        }
+    }
 }
 
 /// The environment's dead-letter hook. It runs on the thread that found the message

@@ -7,7 +7,7 @@
 //! only how the demand refers to the agent ([`Receiver`]), so the generic function is
 //! monomorphised per kind and no sender pays for the others' cases.
 
-use crate::agent::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell, Header, NEW};
+use crate::agent::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell, NEW};
 use crate::agent::demand::Demand;
 use crate::mailbox::MboxId;
 use crate::mailbox::limits::Admit;
@@ -87,7 +87,7 @@ pub(crate) fn deliver<R: Receiver>(to: R, mbox: MboxId, msg: Envelope, depth: u8
     let cell = to.cell();
     let header = &cell.header;
     if header.status() != ACTIVE {
-        return reject(header, msg);
+        return reject(cell, mbox, msg);
     }
     let (msg, counted) = match admit(cell, mbox, msg, depth) {
         Some(admitted) => admitted,
@@ -136,11 +136,12 @@ fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Enve
 
 /// Counts a message for an agent that does not accept messages as a dead letter.
 #[cold]
-fn reject(header: &Header, msg: Envelope) {
+fn reject(cell: &DynCell, mbox: MboxId, msg: Envelope) {
+    let header = &cell.header;
     let why = if header.status() == NEW {
         DeliveryFailure::NotRegistered
     } else {
         DeliveryFailure::ReceiverGone
     };
-    header.dead_letter(msg, why)
+    header.dead_letter_at(msg, why, mbox, cell.mbox_id())
 }

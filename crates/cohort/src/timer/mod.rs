@@ -2,8 +2,11 @@
 //!
 //! [`Environment::send_delayed`] sends a message once after a delay,
 //! [`Environment::send_periodic`] after a delay and then every period (the same on
-//! [`Context`]). Each returns a [`TimerHandle`]: dropping it cancels the timer,
-//! [`TimerHandle::detach`] lets the timer run on its own.
+//! [`Context`]). A delayed send is fire-and-forget: it returns a [`TimerId`] that may be
+//! dropped (the timer still fires) or kept to cancel it. A periodic send returns a
+//! [`TimerHandle`], a guard: the timer lives as long as the handle (dropping it cancels the
+//! timer, [`TimerHandle::detach`] lets it run on its own). [`TimerId::cancel_on_drop`] makes
+//! such a guard of a delayed timer.
 //!
 //! Each environment has one `cohort-timer` thread, started with its first timer. It keeps
 //! the pending timers in a [`TimerQueue`] (a hierarchical timing wheel by default, or a binary
@@ -18,7 +21,7 @@
 //!   busy with many timers due at once).
 //! - A delayed timer delivers at most once; a periodic timer at most once per period (a
 //!   thread late by more than a period skips, it does not burst to catch up).
-//! - After [`TimerHandle::cancel`] (or the handle's drop) returns, the timer sends nothing
+//! - After [`TimerId::cancel`] or [`TimerHandle::cancel`] (or the handle's drop) returns, the timer sends nothing
 //!   more: a firing that raced with the cancel either lost (nothing sent) or finished
 //!   queueing its message before `cancel` returned. As in SObjectizer, a message already
 //!   queued at the receiver is not withdrawn: it may still be handled after the cancel.
@@ -41,7 +44,7 @@
 //!             me.ticks += 1;
 //!             if me.ticks == 3 {
 //!                 me.timer = None; // cancels the periodic timer
-//!                 ctx.send_delayed(&ctx.self_mbox(), Duration::from_millis(1), Timeout).detach();
+//!                 ctx.send_delayed(&ctx.self_mbox(), Duration::from_millis(1), Timeout);
 //!             }
 //!         })?;
 //!         ctx.on(|_: &mut Self, _: &Timeout, ctx: &mut Context<'_, Self>| ctx.stop_environment())?;
@@ -110,41 +113,117 @@ impl Ord for Entry {
     }
 }
 
-/// A pending timer. Dropping the handle cancels the timer; [`detach`](TimerHandle::detach)
-/// lets it run without a handle (a delayed timer then fires once; a detached periodic timer
-/// runs until the environment stops).
+/// The inner parts of a timer reference: the task and its service (`None` when the timer was
+/// refused because the environment had stopped).
+type TimerRef = Option<(Arc<dyn Task>, Arc<TimerService>)>;
+
+/// Cancels `inner`'s task, counting it once as cancelled.
+fn cancel_ref(inner: &TimerRef) {
+    if let Some((task, service)) = inner
+        && task.cancel()
+    {
+        service.cancelled_one();
+    }
+}
+
+/// A delayed timer, by reference: the timer runs on its own (dropping a `TimerId` does not
+/// cancel it), and [`cancel`](TimerId::cancel) stops it explicitly. Returned by
+/// [`Environment::send_delayed`]; [`cancel_on_drop`](TimerId::cancel_on_drop) turns it into
+/// a [`TimerHandle`] that cancels the timer when dropped.
 ///
 /// ```
 /// use std::time::Duration;
 /// let env = cohort::Environment::builder().start().unwrap();
 /// let mbox = env.anonymous_mbox();
-/// let mut timer = env.send_delayed(&mbox, Duration::from_secs(3600), 42u32);
+/// env.send_delayed(&mbox, Duration::from_secs(3600), "later"); // fire and forget
+/// let timer = env.send_delayed(&mbox, Duration::from_secs(3600), 42u32);
+/// assert_eq!(env.stats().timers, 2);
+/// timer.cancel();
+/// assert!(!timer.is_active());
+/// assert_eq!(env.stats().timers, 1);
+/// ```
+#[derive(Clone)]
+pub struct TimerId {
+    inner: TimerRef,
+}
+
+impl TimerId {
+    /// Cancels the timer: once this returns, it sends nothing more (a message it already
+    /// queued at the receiver may still be handled). Idempotent. Must not be called from a
+    /// dead-letter hook for this same timer (the hook runs while the timer is firing).
+    pub fn cancel(&self) {
+        cancel_ref(&self.inner);
+    }
+
+    /// True until the timer has fired or was cancelled (or its environment stopped).
+    pub fn is_active(&self) -> bool {
+        self.inner.as_ref().is_some_and(|(t, _)| t.is_active())
+    }
+
+    /// A guard that cancels this timer when dropped (for a timer that must not outlive its
+    /// owner, e.g. a timeout kept in an agent's field).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let env = cohort::Environment::builder().start().unwrap();
+    /// let guard = env
+    ///     .send_delayed(&env.anonymous_mbox(), Duration::from_secs(3600), 1u8)
+    ///     .cancel_on_drop();
+    /// assert_eq!(env.timer_count(), 1);
+    /// drop(guard);
+    /// assert_eq!(env.timer_count(), 0);
+    /// ```
+    pub fn cancel_on_drop(self) -> TimerHandle {
+        TimerHandle { inner: self.inner }
+    }
+}
+
+impl fmt::Debug for TimerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_timer(f, "TimerId", &self.inner)
+    }
+}
+
+fn debug_timer(f: &mut fmt::Formatter<'_>, name: &str, inner: &TimerRef) -> fmt::Result {
+    let mut d = f.debug_struct(name);
+    if let Some((t, _)) = inner {
+        d.field("message_type", &t.message_type());
+    }
+    d.field(
+        "active",
+        &inner.as_ref().is_some_and(|(t, _)| t.is_active()),
+    )
+    .finish()
+}
+
+/// A pending timer that lives as long as this handle: dropping it cancels the timer.
+/// [`Environment::send_periodic`] returns one; [`TimerId::cancel_on_drop`] makes one of a
+/// delayed timer. [`detach`](TimerHandle::detach) lets the timer run without the handle (a
+/// detached periodic timer runs until the environment stops).
+///
+/// ```
+/// use std::time::Duration;
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let mbox = env.anonymous_mbox();
+/// let mut timer = env.send_periodic(&mbox, Duration::from_secs(3600), Duration::from_secs(1), 42u32);
 /// assert!(timer.is_active());
 /// assert_eq!(env.stats().timers, 1);
 /// timer.cancel();
 /// assert!(!timer.is_active());
 /// assert_eq!(env.stats().timers, 0);
 /// ```
-#[must_use = "dropping a TimerHandle cancels the timer: keep it, or call `.detach()`"]
+#[must_use = "dropping a TimerHandle cancels the timer: keep it in a field, or call `.detach()`"]
 pub struct TimerHandle {
-    inner: Option<(Arc<dyn Task>, Arc<TimerService>)>,
+    inner: TimerRef,
 }
 
 impl TimerHandle {
-    /// A handle to no timer (inactive).
-    fn none() -> Self {
-        Self { inner: None }
-    }
-
     /// Cancels the timer: once this returns, it sends nothing more (a message it already
     /// queued at the receiver may still be handled). Idempotent. Must not be called from a
     /// dead-letter hook for this same timer (the hook runs while the timer is firing).
     pub fn cancel(&mut self) {
-        if let Some((task, service)) = self.inner.take()
-            && task.cancel()
-        {
-            service.cancelled_one();
-        }
+        cancel_ref(&self.inner);
+        self.inner = None;
     }
 
     /// True until the timer has fired for the last time or was cancelled (or its
@@ -154,16 +233,21 @@ impl TimerHandle {
     }
 
     /// Lets the timer run on its own: a delayed timer fires once, a periodic one until the
-    /// environment stops.
+    /// environment stops or the returned [`TimerId`] is cancelled.
     ///
     /// ```
     /// use std::time::Duration;
     /// let env = cohort::Environment::builder().start().unwrap();
-    /// env.send_delayed(&env.anonymous_mbox(), Duration::from_secs(3600), "later").detach();
+    /// let mbox = env.anonymous_mbox();
+    /// let id = env.send_periodic(&mbox, Duration::from_secs(3600), Duration::from_secs(1), "tick").detach();
     /// assert_eq!(env.stats().timers, 1);
+    /// id.cancel();
+    /// assert_eq!(env.stats().timers, 0);
     /// ```
-    pub fn detach(mut self) {
-        self.inner = None;
+    pub fn detach(mut self) -> TimerId {
+        TimerId {
+            inner: self.inner.take(),
+        }
     }
 }
 
@@ -175,19 +259,15 @@ impl Drop for TimerHandle {
 
 impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("TimerHandle");
-        if let Some((t, _)) = &self.inner {
-            d.field("message_type", &t.message_type());
-        }
-        d.field("active", &self.is_active()).finish()
+        debug_timer(f, "TimerHandle", &self.inner)
     }
 }
 
 impl Environment {
-    fn schedule(&self, delay: Duration, task: Arc<dyn Task>) -> TimerHandle {
+    fn schedule(&self, delay: Duration, task: Arc<dyn Task>) -> TimerId {
         let service = &self.shared().timers;
         match service.schedule(delay, task.clone()) {
-            Ok(()) => TimerHandle {
+            Ok(()) => TimerId {
                 inner: Some((task, service.clone())),
             },
             Err(refused) => {
@@ -198,13 +278,15 @@ impl Environment {
                     Refused::Stopped | Refused::NoThread => DeliveryFailure::ReceiverGone,
                 };
                 self.shared().dead_letter(message_type, reason);
-                TimerHandle::none()
+                TimerId { inner: None }
             }
         }
     }
 
     /// Sends `msg` to `to` once, `delay` from now (see the [module docs](crate::timer) for
-    /// the guarantees). Keep the returned handle to be able to cancel; dropping it cancels.
+    /// the guarantees). The timer runs on its own: the returned [`TimerId`] may be ignored,
+    /// kept to [`cancel`](TimerId::cancel) it, or made a guard that cancels it on drop
+    /// ([`TimerId::cancel_on_drop`]).
     ///
     /// ```
     /// use std::time::{Duration, Instant};
@@ -226,7 +308,7 @@ impl Environment {
     /// let mut coop = env.new_coop();
     /// let sleeper = coop.add(Sleeper).mbox();
     /// env.register_coop(coop).unwrap();
-    /// env.send_delayed(&sleeper, Duration::from_millis(5), Wake(Instant::now())).detach();
+    /// env.send_delayed(&sleeper, Duration::from_millis(5), Wake(Instant::now()));
     /// env.wait();
     /// ```
     pub fn send_delayed<M: Send + Sync + 'static>(
@@ -234,7 +316,7 @@ impl Environment {
         to: &Mbox,
         delay: Duration,
         msg: M,
-    ) -> TimerHandle {
+    ) -> TimerId {
         self.schedule(
             delay,
             Arc::new(Timer::new(to.clone(), Once::<Immutable>::new(), msg)),
@@ -256,7 +338,7 @@ impl Environment {
         to: &Mbox,
         delay: Duration,
         msg: M,
-    ) -> Result<TimerHandle, SendError> {
+    ) -> Result<TimerId, SendError> {
         if let Some(named) = to.as_named() {
             return Err(SendError::MutableToMultiConsumer {
                 message_type: std::any::type_name::<M>(),
@@ -270,7 +352,8 @@ impl Environment {
     }
 
     /// Sends a clone of `msg` to `to` after `delay`, then every `period`, until the handle
-    /// is cancelled or dropped or the environment stops. A zero `period` makes it a delayed
+    /// is cancelled or dropped or the environment stops (the timer lives as long as its
+    /// handle, as in SObjectizer). A zero `period` makes it a delayed
     /// send (it fires once), as in SObjectizer.
     ///
     /// ```
@@ -306,10 +389,11 @@ impl Environment {
         msg: M,
     ) -> TimerHandle {
         if period.is_zero() {
-            return self.send_delayed(to, delay, msg);
+            return self.send_delayed(to, delay, msg).cancel_on_drop();
         }
         let period = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
         self.schedule(delay, Arc::new(Timer::new(to.clone(), Every(period), msg)))
+            .cancel_on_drop()
     }
 
     /// Number of active timers (also in [`RuntimeStats::timers`](crate::RuntimeStats)).
@@ -332,7 +416,7 @@ impl<A: Agent> Context<'_, A> {
     ///         Ok(())
     ///     }
     ///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
-    ///         ctx.send_delayed(&ctx.self_mbox(), Duration::from_millis(2), Alarm).detach();
+    ///         ctx.send_delayed(&ctx.self_mbox(), Duration::from_millis(2), Alarm);
     ///     }
     /// }
     /// cohort::launch(|env| {
@@ -348,7 +432,7 @@ impl<A: Agent> Context<'_, A> {
         to: &Mbox,
         delay: Duration,
         msg: M,
-    ) -> TimerHandle {
+    ) -> TimerId {
         self.environment().send_delayed(to, delay, msg)
     }
 
@@ -358,7 +442,7 @@ impl<A: Agent> Context<'_, A> {
         to: &Mbox,
         delay: Duration,
         msg: M,
-    ) -> Result<TimerHandle, SendError> {
+    ) -> Result<TimerId, SendError> {
         self.environment().send_delayed_mut(to, delay, msg)
     }
 

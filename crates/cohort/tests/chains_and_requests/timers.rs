@@ -116,7 +116,9 @@ fn dropping_or_cancelling_the_handle_cancels() {
         let probe = Probe::<Msg>::new();
         // Due far enough ahead that they cannot fire before the cancellation below, even
         // under valgrind (a 2 ms delay did, on a loaded CI machine).
-        let dropped = env.send_delayed(&probe.mbox, Duration::from_millis(200), Msg::Timer(1));
+        let dropped = env
+            .send_delayed(&probe.mbox, Duration::from_millis(200), Msg::Timer(1))
+            .cancel_on_drop();
         let mut cancelled = env.send_periodic(
             &probe.mbox,
             Duration::from_millis(200),
@@ -131,8 +133,7 @@ fn dropping_or_cancelling_the_handle_cancels() {
         assert_eq!(env.timer_count(), 0);
         // Timers fire in deadline order from one thread: the later sentinel proves the
         // cancelled ones did not fire.
-        env.send_delayed(&probe.mbox, Duration::from_millis(300), Msg::Sentinel(0))
-            .detach();
+        env.send_delayed(&probe.mbox, Duration::from_millis(300), Msg::Sentinel(0));
         assert_eq!(probe.recv("the sentinel"), Msg::Sentinel(0));
         assert!(probe.nothing_more());
         probe.shutdown();
@@ -155,7 +156,7 @@ fn cancel_race(queue: TimerQueue) {
             // Deadlines from 0 to 60 µs, cancels after 0 to ~60 µs of spinning: both sides
             // win often.
             let delay = Duration::from_nanos(u64::from(i * 7919 % 60) * 1000);
-            let mut timer = env.send_delayed(&probe.mbox, delay, Msg::Timer(i));
+            let timer = env.send_delayed(&probe.mbox, delay, Msg::Timer(i));
             let spin = Instant::now();
             while spin.elapsed() < Duration::from_nanos(u64::from(i * 104_729 % 60) * 1000) {
                 std::hint::spin_loop();
@@ -188,8 +189,7 @@ fn cancel_race(queue: TimerQueue) {
         assert_eq!(env.timer_count(), 0);
         eprintln!("{queue:?}: {fired} of {n} timers fired before their cancel");
         // Nothing late: one more round through the timer thread.
-        env.send_delayed(&probe.mbox, Duration::from_millis(1), Msg::Sentinel(n))
-            .detach();
+        env.send_delayed(&probe.mbox, Duration::from_millis(1), Msg::Sentinel(n));
         assert_eq!(probe.recv("the last sentinel"), Msg::Sentinel(n));
         assert!(probe.nothing_more());
         probe.shutdown();
@@ -251,10 +251,8 @@ fn many_timers(queue: TimerQueue) {
                 Duration::from_secs(3600) + Duration::from_micros(u64::from(i))
             };
             let t = env.send_delayed(&probe.mbox, delay, Msg::Timer(i));
-            if i % 2 == 0 {
-                t.detach();
-            } else {
-                kept.push(t);
+            if i % 2 == 1 {
+                kept.push(t.cancel_on_drop());
             }
         }
         let active = env.timer_count();
@@ -263,8 +261,7 @@ fn many_timers(queue: TimerQueue) {
             "{active} active"
         );
         drop(kept);
-        env.send_delayed(&probe.mbox, Duration::from_millis(10), Msg::Sentinel(0))
-            .detach();
+        env.send_delayed(&probe.mbox, Duration::from_millis(10), Msg::Sentinel(0));
         let mut seen = vec![false; n as usize];
         // Until the sentinel.
         while let Msg::Timer(i) = probe.recv("the timers") {
@@ -287,11 +284,11 @@ fn a_timer_to_a_gone_receiver_is_a_dead_letter() {
         let mut coop = env.new_coop();
         let mbox = coop.add(Stamp::<u64> { tx }).mbox();
         let handle = env.register_coop(coop).unwrap();
-        env.send_delayed(&mbox, Duration::ZERO, 1u64).detach();
+        env.send_delayed(&mbox, Duration::ZERO, 1u64);
         common::recv(&rx, "the first delivery");
         handle.deregister(DeregReason::Normal);
         common::wait_until(|| handle.is_gone());
-        env.send_delayed(&mbox, Duration::ZERO, 2u64).detach();
+        env.send_delayed(&mbox, Duration::ZERO, 2u64);
         common::wait_until(|| !dead.of::<u64>().is_empty());
         assert_eq!(dead.of::<u64>(), vec![DeliveryFailure::ReceiverGone]);
         assert_eq!(env.dead_letters(), 1);
@@ -322,8 +319,7 @@ fn delayed_mutable_message_is_moved_to_a_direct_mailbox() {
         let taker = coop.add(Taker { tx }).mbox();
         env.register_coop(coop).unwrap();
         env.send_delayed_mut(&taker, Duration::from_millis(1), vec![1u8, 2, 3])
-            .unwrap()
-            .detach();
+            .unwrap();
         assert_eq!(common::recv(&rx, "the mutable message"), vec![1, 2, 3]);
         let err = env
             .send_delayed_mut(&env.named_mbox("n"), Duration::ZERO, vec![0u8])

@@ -10,6 +10,8 @@ use std::cell::UnsafeCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use crate::mailbox::MboxId;
+use crate::mailbox::dead_letter::DeadLetter;
 pub use crate::mailbox::dead_letter::DeliveryFailure;
 
 /// Agent status: added to a cooperation that is not registered yet.
@@ -127,7 +129,30 @@ impl Header {
     /// Counts an undeliverable message and hands it to the environment's hook.
     #[cold]
     pub(crate) fn dead_letter(&self, msg: Envelope, why: DeliveryFailure) {
-        self.env.dead_letter(msg.type_name(), why);
+        self.env.dead_letter_with(&DeadLetter {
+            message: Some(msg.as_any()),
+            ..DeadLetter::bare(msg.type_name(), why)
+        });
+        // A request inside learns why it goes unanswered.
+        crate::mailbox::request::drop_with_reason(msg, why);
+    }
+
+    /// As [`Header::dead_letter`], for a message sent through `mbox` to the agent whose
+    /// direct mailbox is `agent`.
+    #[cold]
+    pub(crate) fn dead_letter_at(
+        &self,
+        msg: Envelope,
+        why: DeliveryFailure,
+        mbox: MboxId,
+        agent: MboxId,
+    ) {
+        self.env.dead_letter_with(&DeadLetter {
+            mbox: Some(mbox),
+            agent: Some(agent),
+            message: Some(msg.as_any()),
+            ..DeadLetter::bare(msg.type_name(), why)
+        });
         // A request inside learns why it goes unanswered.
         crate::mailbox::request::drop_with_reason(msg, why);
     }

@@ -18,5 +18,5 @@ pub(crate) struct StateTimeout {
 /// Starts the timer of a time limit: `msg` reaches `to` after `delay` unless the returned
 /// slot is dropped first.
 pub(crate) fn start(env: &Environment, to: &Mbox, delay: Duration, msg: StateTimeout) -> TimerSlot {
-    env.send_delayed(to, delay, msg)
+    env.send_delayed(to, delay, msg).cancel_on_drop()
 }

@@ -13,10 +13,12 @@
 mod builder;
 mod register;
 mod registered;
+mod wait;
 
 pub use builder::{AgentHandle, Coop};
 pub use registered::CoopHandle;
 pub(crate) use registered::{CoopInner, finish_epoch};
+pub use wait::{CoopGone, CoopWaitError};
 
 /// A cooperation's identity, unique within its environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

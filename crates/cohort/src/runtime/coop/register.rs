@@ -62,6 +62,7 @@ impl Coop {
                 reason: DeregReason::Normal,
                 first_child: None,
                 children: 0,
+                gone_waiters: Vec::new(),
             }),
             links: UnsafeCell::new(Links {
                 next: None,

@@ -45,6 +45,8 @@ pub(super) struct CoopState {
     /// Head of the intrusive list of live children (linked through their `links`).
     pub(super) first_child: Option<Arc<CoopInner>>,
     pub(super) children: usize,
+    /// Woken once the cooperation is gone (see `wait.rs`).
+    pub(super) gone_waiters: Vec<std::task::Waker>,
 }
 
 /// A child's place in its parent's list; guarded by the parent's state lock.
@@ -129,6 +131,7 @@ impl CoopInner {
                 reason: DeregReason::Normal,
                 first_child: None,
                 children: 0,
+                gone_waiters: Vec::new(),
             }),
             links: UnsafeCell::new(Links {
                 next: None,
@@ -214,7 +217,7 @@ impl CoopInner {
     ///
     /// # Safety
     /// `st` is this cooperation's locked state.
-    unsafe fn children(&self, st: &CoopState) -> Vec<Arc<CoopInner>> {
+    pub(super) unsafe fn children(&self, st: &CoopState) -> Vec<Arc<CoopInner>> {
         let mut out = Vec::with_capacity(st.children);
         let mut cur = st.first_child.clone();
         while let Some(c) = cur {
@@ -341,11 +344,12 @@ impl CoopInner {
             self.env.agents_removed(self.agents.len());
             self.env.coop_gone();
         }
-        let reason = {
+        let (reason, waiters) = {
             let mut st = self.lock_state();
             st.status = CoopStatus::Gone;
-            st.reason
+            (st.reason, std::mem::take(&mut st.gone_waiters))
         };
+        waiters.into_iter().for_each(std::task::Waker::wake);
         if let Some(x) = &self.extras {
             for m in &x.notify_deregistered {
                 m.send(CoopDeregistered {
@@ -376,7 +380,7 @@ impl CoopInner {
     }
 
     /// True once the cooperation is fully gone.
-    fn is_gone(&self) -> bool {
+    pub(super) fn is_gone(&self) -> bool {
         self.lock_state().status == CoopStatus::Gone
     }
 }

@@ -251,23 +251,26 @@ impl EnvShared {
 
     #[cold]
     pub(crate) fn dead_letter(&self, message_type: &'static str, reason: DeliveryFailure) {
+        self.dead_letter_with(&DeadLetter::bare(message_type, reason))
+    }
+
+    /// Counts a dead letter and hands it, with what is known of it, to the hook.
+    #[cold]
+    pub(crate) fn dead_letter_with(&self, letter: &DeadLetter<'_>) {
+        let (message_type, reason) = (letter.message_type, letter.reason);
         if trace::on() {
             self.trace(&TraceEvent {
                 step: TraceStep::Dropped(reason),
                 message_type,
-                mbox: None,
-                agent: None,
+                mbox: letter.mbox,
+                agent: letter.agent,
                 agent_name: None,
             });
         }
         if let Some(hook) = &self.dead_letter_hook {
-            let letter = DeadLetter {
-                message_type,
-                reason,
-            };
             // The hook runs on a sender's or a worker's thread: its panic must not unwind
             // through the runtime.
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&letter))).is_err() {
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(letter))).is_err() {
                 self.count_panic();
                 tracing::error!(message_type, %reason, "the dead-letter hook panicked");
             }
