@@ -2,8 +2,9 @@
 //! the output format). Each scenario's own flags live with its records in `commands/`.
 
 use crate::commands::{
-    chains, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring, ping_pong,
-    producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring, timers,
+    chains, cluster, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring,
+    ping_pong, producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring,
+    timers,
 };
 use crate::plans::sobjectizer_grids;
 use crate::report::Format;
@@ -98,6 +99,9 @@ pub enum Command {
     /// RemotePingPong, akka-remote-flush-batching): throughput per client count and batching
     /// policy, mean messages per write, and round-trip latency with one ping in flight.
     RemotePingPong(remote_ping_pong::RemotePingPongArgs),
+    /// N cluster members in this process on loopback, each its own remoting node and gossip
+    /// runtime (issue 29): convergence, registration spread, crash detection, gossip bytes.
+    Cluster(cluster::ClusterArgs),
     /// The echo side of remote-ping-pong as a child process (started by remote-ping-pong).
     #[command(hide = true)]
     RemotePingPongServer(remote_ping_pong::ServerArgs),

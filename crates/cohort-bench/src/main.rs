@@ -30,8 +30,9 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    chains, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring, ping_pong,
-    producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring, timers,
+    chains, cluster, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring,
+    ping_pong, producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring,
+    timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
@@ -94,6 +95,10 @@ fn main() {
         Command::RemotePingPong(a) => {
             remote_ping_pong::validate(&a).unwrap_or_else(|e| usage_error(&e));
             remote_ping_pong::records(&a, runs(3), &machine)
+        }
+        Command::Cluster(a) => {
+            cluster::validate(&a).unwrap_or_else(|e| usage_error(&e));
+            cluster::records(&a, runs(1), &machine)
         }
         Command::RemotePingPongServer(a) => std::process::exit(remote_ping_pong::serve(&a)),
         Command::Compare(a) => {
