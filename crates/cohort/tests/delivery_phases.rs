@@ -177,9 +177,9 @@ impl Kind {
     /// A binder whose agents (of one cooperation) share one queue, on a dispatcher of its own.
     fn one_queue(self, env: &WrappedEnv, q: usize) -> Binder {
         let name = format!("q{q}");
-        let pool = |d: Result<cohort::DispatcherHandle, _>| {
+        let pool = |d: cohort::dispatcher::PoolHandle| {
             let params = PoolBindParams::new().fifo(Fifo::Cooperation);
-            d.unwrap().pool_binder(params).unwrap()
+            d.pool_binder(params).unwrap()
         };
         match self {
             Kind::OneThread => OneThreadBuilder::new()
@@ -191,11 +191,30 @@ impl Kind {
                 let d = PrioOneThreadBuilder::new().name(name).build(env).unwrap();
                 d.binder()
             }
-            Kind::ThreadPool => pool(ThreadPoolBuilder::new().name(name).threads(2).build(env)),
-            Kind::WorkStealing => pool(WorkStealingBuilder::new().name(name).threads(2).build(env)),
-            Kind::AdvThreadPool => {
-                pool(AdvThreadPoolBuilder::new().name(name).threads(2).build(env))
-            }
+            Kind::ThreadPool => pool(
+                ThreadPoolBuilder::new()
+                    .name(name)
+                    .threads(2)
+                    .build(env)
+                    .unwrap()
+                    .into(),
+            ),
+            Kind::WorkStealing => pool(
+                WorkStealingBuilder::new()
+                    .name(name)
+                    .threads(2)
+                    .build(env)
+                    .unwrap()
+                    .into(),
+            ),
+            Kind::AdvThreadPool => pool(
+                AdvThreadPoolBuilder::new()
+                    .name(name)
+                    .threads(2)
+                    .build(env)
+                    .unwrap()
+                    .into(),
+            ),
             Kind::ActiveObj | Kind::ActiveGroup => unreachable!("one dispatcher, many queues"),
         }
     }

@@ -272,8 +272,8 @@ fn a_timer_scheduled_from_another_thread_fires_only_when_the_test_advances() {
         let p = t.probe::<Pong>().unwrap();
         let (env, to) = (t.environment().clone(), p.mbox());
         std::thread::spawn(move || {
-            env.send_delayed(&to, Duration::from_secs(1), Pong(1))
-                .detach()
+            // Fire-and-forget: the timer runs whether or not its id is kept.
+            env.send_delayed(&to, Duration::from_secs(1), Pong(1));
         })
         .join()
         .unwrap();

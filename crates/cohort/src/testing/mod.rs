@@ -28,7 +28,7 @@
 //!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
 //!         ctx.on(|me: &mut Self, _: &Ping, ctx| {
 //!             me.n += 1;
-//!             ctx.send_delayed(&me.reply_to, Duration::from_secs(1), Pong(me.n)).detach();
+//!             ctx.send_delayed(&me.reply_to, Duration::from_secs(1), Pong(me.n));
 //!         })?;
 //!         Ok(())
 //!     }
