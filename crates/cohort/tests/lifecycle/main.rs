@@ -8,6 +8,7 @@ mod autoshutdown;
 mod child_coops;
 mod deregistration;
 mod early_messages;
+mod newcomer_traps;
 mod panic_reactions;
 mod registration_failure;
 mod shutdown;

@@ -6,6 +6,7 @@ mod common;
 
 mod custom_mbox;
 mod delivery_filters;
+mod delivery_phases;
 mod message_limits;
 mod message_tracing;
 mod mutable_messages;

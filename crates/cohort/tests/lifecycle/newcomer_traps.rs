@@ -5,7 +5,7 @@
 //! No test sleeps to synchronise: each waits for messages (with the watchdog's limit), and
 //! "nothing arrived" is proven with a sentinel that must arrive after it.
 
-mod common;
+use crate::common;
 
 use common::{Probe, TIMEOUT, watchdog};
 use std::future::Future;
