@@ -9,10 +9,8 @@ use std::time::Duration;
 /// wake-up cost catches the replies of request/response traffic without parking, and an idle
 /// worker still parks within 50 µs, so an idle environment burns no CPU. The spin yields the
 /// CPU (`sched_yield`) between rounds of 64 polls, so a spinning worker does not hold a
-/// vCPU that a thread with work (an I/O thread, another worker) is waiting for: on the
-/// reference VM that took the remote round trip (cohort-remote, two processes) from
-/// 56-63 µs to 42-48 µs p50, and the 1-client remote throughput from 0.40-0.45 M to
-/// 0.66-0.81 M msg/s (three interleaved runs, 2026-11-23).
+/// vCPU that a thread with work (an I/O thread, another worker) is waiting for; remoting's
+/// round trip gains most from that (docs/BENCHMARKS.md, remote ping-pong).
 pub const WORKER_SPIN: Duration = Duration::from_micros(50);
 
 /// How many local demands a worker runs before it moves the remote half of its queue to the
@@ -54,9 +52,8 @@ pub const STATS_PERIOD: Duration = Duration::from_secs(1);
 /// worker (their first *home*; after that, a queue's home is the worker that ran it last),
 /// before the next worker's block begins. Agents registered one after the other sit next to
 /// each other in memory, and two of them on different cores share cache lines that both
-/// cores then write (false sharing): with homes dealt one by one, the self-send benchmark (50
-/// agents, 2 workers) ran at 32-33 M msg/s; in blocks of 16, at 52-53 M (2026-11-24). Stealing
-/// evens out the load that blocks leave uneven.
+/// cores then write (false sharing); blocks keep neighbours on one core, and stealing evens
+/// out the load that blocks leave uneven.
 pub const HOME_BLOCK: usize = 16;
 
 /// Every how many turns a `work_stealing` worker takes from its home run queue before its own
@@ -71,10 +68,9 @@ pub const HOME_QUEUE_INTERVAL: usize = 61;
 /// takes from its home run queue at once, and an idle worker steals from it at once: the
 /// wait only applies to a worker kept busy by its own agents, which then takes one queue
 /// woken from outside per wait (the k-th in line waits about k waits). The others join the
-/// busy worker's round in a batch when its deque runs dry, not one per look: on the
-/// locality experiment (2 workers, a plain thread sending round robin) the grid's cells
-/// within 3 % of the better of thread_pool and dedicated threads went from 25-28 of 38 to
-/// 30-35 (three passes each, 2026-11-25). Agents that have not run yet (just bound) skip the
+/// busy worker's round in a batch when its deque runs dry, not one per look, which keeps
+/// agents on the core whose cache holds their state (the locality experiment in
+/// docs/BENCHMARKS.md). Agents that have not run yet (just bound) skip the
 /// wait, so that a burst of them on a busy pool starts promptly. Set per dispatcher with
 /// [`WorkStealingBuilder::home_queue_wait`](crate::WorkStealingBuilder::home_queue_wait);
 /// zero takes at every look.
@@ -124,16 +120,10 @@ pub const TIMER_WHEEL_TICK: std::time::Duration = std::time::Duration::from_mill
 pub const MCHAIN_OVERFLOW: crate::mchain::Overflow = crate::mchain::Overflow::Error;
 
 /// How long [`PendingReply::wait`](crate::PendingReply::wait) polls for the reply before it
-/// sleeps on its condition variable: zero. Measured on the reference 2-vCPU VM on
-/// 2026-11-22 with `cohort-bench request-reply --count 20000 --spin-us 0|20`, five interleaved
-/// pairs at each load:
-/// - Heavily loaded (load average 7 to 15): sleeping at once gave a 12 µs median round trip.
-///   Polling for 20 µs gave 76 µs, because the polling requester takes a core from the worker
-///   that must reply.
-/// - Lightly loaded (load average 4): the medians were 0.56 µs and 0.48 µs, and the p99
-///   values 62 µs and 78 µs.
-///
-/// Zero loses little when cores are idle and a lot less when they are not. Raise it with
+/// sleeps on its condition variable: zero. On a loaded machine a polling requester takes the
+/// core that the worker which must reply is waiting for, which costs far more than the
+/// little polling saves on idle cores (`cohort-bench request-reply --spin-us N` compares).
+/// Raise it with
 /// [`PendingReply::spin`](crate::PendingReply::spin) on machines with cores to spare.
 pub const REPLY_SPIN: std::time::Duration = std::time::Duration::ZERO;
 /// How many times a message may be redirected (or transformed) by message limits on its way
