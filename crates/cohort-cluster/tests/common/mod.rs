@@ -7,32 +7,14 @@ use cohort::{Agent, AnyMessage, Context, CustomMbox, DefineError, Environment, M
 use cohort_cluster::{Cluster, ClusterConfig, Listing, MemberDown, MemberLeft, MemberUp};
 use cohort_remote::{Node, NodeConfig, Registry};
 use serde::{Deserialize, Serialize};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Generous: CI shares two cores with other work.
 pub const WAIT: Duration = Duration::from_secs(40);
 
-/// Runs `body` on a thread of its own; fails the test if it takes over `timeout`.
-pub fn watchdog<T: Send + 'static>(
-    timeout: Duration,
-    body: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-        let _ = tx.send(r);
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(v)) => v,
-        Ok(Err(p)) => std::panic::resume_unwind(p),
-        Err(RecvTimeoutError::Timeout) => {
-            panic!("watchdog: the test did not finish within {timeout:?}")
-        }
-        Err(RecvTimeoutError::Disconnected) => panic!("watchdog: the test body vanished"),
-    }
-}
+pub use cohort::testing::watchdog;
 
 /// A message that crosses the wire in routing tests.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

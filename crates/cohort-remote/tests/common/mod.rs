@@ -10,32 +10,14 @@ use cohort_remote::frame::{self, Frame};
 use cohort_remote::{Node, NodeConfig, Registry};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The time limit of one test body.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Runs `body` on its own thread and fails the test if it does not finish within `timeout`.
-pub fn watchdog<T: Send + 'static>(
-    timeout: Duration,
-    body: impl FnOnce() -> T + Send + 'static,
-) -> T {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-        let _ = tx.send(r);
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(v)) => v,
-        Ok(Err(p)) => std::panic::resume_unwind(p),
-        Err(RecvTimeoutError::Timeout) => {
-            panic!("watchdog: the test did not finish within {timeout:?}")
-        }
-        Err(RecvTimeoutError::Disconnected) => panic!("watchdog: the test body vanished"),
-    }
-}
+pub use cohort::testing::watchdog;
 
 /// Receives one value or fails the test naming `what`.
 #[track_caller]

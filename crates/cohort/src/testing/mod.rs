@@ -59,9 +59,11 @@
 
 mod error;
 mod probe;
+mod watchdog;
 
 pub use error::TestError;
 pub use probe::Probe;
+pub use watchdog::watchdog;
 
 use crate::dispatcher::Binder;
 use crate::dispatcher::test_thread::TestThread;

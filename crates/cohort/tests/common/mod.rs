@@ -66,39 +66,13 @@ pub fn test_path(module: &str, name: &str) -> String {
     }
 }
 
-/// Runs `body` on its own thread and waits at most `timeout` (times [`scale`]) for it.
-///
-/// A panic of the body is passed on unchanged (so `assert!` messages show as usual); a body
-/// that does not finish in time (a deadlock, a lost message, an environment that never stops)
-/// fails the test with a clear message instead of hanging the whole suite.
+/// Runs `body` on its own thread and waits at most `timeout` (times [`scale`]) for it: the
+/// test kit's [`cohort::testing::watchdog`], with the longer limit valgrind needs.
 pub fn watchdog<T: Send + 'static>(
     timeout: Duration,
     body: impl FnOnce() -> T + Send + 'static,
 ) -> T {
-    let limit = timeout * scale();
-    let (tx, rx) = mpsc::channel();
-    let name = std::thread::current()
-        .name()
-        .unwrap_or("<unnamed test>")
-        .to_owned();
-    std::thread::Builder::new()
-        .name(format!("{name} (body)"))
-        .spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-            let _ = tx.send(result);
-        })
-        .expect("spawn the test body thread");
-    match rx.recv_timeout(limit) {
-        Ok(Ok(value)) => value,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(RecvTimeoutError::Timeout) => panic!(
-            "watchdog: test `{name}` did not finish within {limit:?}: something hangs \
-             (a deadlock, a lost message or an environment that never stops)"
-        ),
-        Err(RecvTimeoutError::Disconnected) => {
-            panic!("watchdog: the body thread of `{name}` ended without reporting a result")
-        }
-    }
+    cohort::testing::watchdog(timeout * scale(), body)
 }
 
 /// Receives one value, failing the test with `what` if nothing arrives within [`TIMEOUT`].

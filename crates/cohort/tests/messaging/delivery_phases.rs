@@ -28,16 +28,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Runs `body` on its own thread and fails if it takes longer than [`TIMEOUT`].
 fn watchdog(body: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-        let _ = tx.send(r);
-    });
-    match rx.recv_timeout(TIMEOUT) {
-        Ok(Ok(())) => {}
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(_) => panic!("watchdog: the test did not finish within {TIMEOUT:?}"),
-    }
+    cohort::testing::watchdog(TIMEOUT, body)
 }
 
 #[track_caller]

@@ -6,18 +6,17 @@
 //! the parent's lock), [`notify_registered`]. A failing step undoes what the earlier ones did.
 
 use super::builder::{Coop, release_agents};
-use super::registered::{CoopHandle, CoopInner, CoopState, CoopStatus, Group, Groups, Links};
-use super::{CoopId, CoopRegistered, DeregReason, Step};
+use super::registered::{CoopHandle, CoopInner, CoopStatus, Group, Groups};
+use super::{CoopId, CoopRegistered, Step};
 use crate::agent::cell::{ACTIVE, DefineFailure, DynCell};
 use crate::agent::demand::Demand;
 use crate::dispatcher::Binder;
 use crate::error::RegisterError;
 use crate::queue::EventQueue;
 use crate::runtime::env::EnvShared;
-use std::cell::UnsafeCell;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 impl Coop {
     /// Registers the cooperation: binds every agent, runs every `define` on this thread, then
@@ -51,33 +50,15 @@ impl Coop {
         };
         let (groups, position) = group_by_queue(&mut agents, queues, &binders);
 
-        let coop = Arc::new(CoopInner {
+        let extras = (!extras.is_empty()).then(|| Box::new(extras));
+        let coop = Arc::new(CoopInner::new(
             id,
-            env: shared.clone(),
-            parent: Some(parent.clone()),
-            agents: agents.into_boxed_slice(),
+            shared.clone(),
+            Some(parent.clone()),
+            agents.into_boxed_slice(),
             groups,
-            state: Mutex::new(CoopState {
-                status: CoopStatus::Registering,
-                reason: DeregReason::Normal,
-                first_child: None,
-                children: 0,
-                gone_waiters: Vec::new(),
-            }),
-            links: UnsafeCell::new(Links {
-                next: None,
-                prev: std::ptr::null(),
-            }),
-            pending: AtomicUsize::new(1),
-            groups_left: AtomicUsize::new(0),
-            finishing_since: AtomicU32::new(0),
-            extras: if extras.is_empty() {
-                None
-            } else {
-                Some(Box::new(extras))
-            },
-        });
-        coop.groups_left.store(coop.groups.len(), Ordering::Relaxed);
+            extras,
+        ));
 
         define_agents(&coop, position.as_deref())?;
         join_parent(&coop, &parent, shared)?;

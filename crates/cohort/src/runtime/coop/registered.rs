@@ -117,17 +117,37 @@ unsafe impl Send for CoopInner {}
 impl CoopInner {
     /// The environment's root cooperation: parent of every top-level cooperation.
     pub(crate) fn root(env: Arc<EnvShared>) -> Self {
+        let groups = Groups {
+            first: None,
+            more: Box::new([]),
+        };
+        Self::new(CoopId(0), env, None, Box::new([]), groups, None)
+    }
+
+    /// A cooperation being registered (the root is born registered), not yet in its
+    /// parent's list; `pending` counts the one that deregistration takes away.
+    pub(super) fn new(
+        id: CoopId,
+        env: Arc<EnvShared>,
+        parent: Option<Arc<CoopInner>>,
+        agents: Box<[Arc<DynCell>]>,
+        groups: Groups,
+        extras: Option<Box<CoopExtras>>,
+    ) -> Self {
+        let status = if parent.is_some() {
+            CoopStatus::Registering
+        } else {
+            CoopStatus::Registered
+        };
+        let groups_left = AtomicUsize::new(groups.len());
         Self {
-            id: CoopId(0),
+            id,
             env,
-            parent: None,
-            agents: Box::new([]),
-            groups: Groups {
-                first: None,
-                more: Box::new([]),
-            },
+            parent,
+            agents,
+            groups,
             state: Mutex::new(CoopState {
-                status: CoopStatus::Registered,
+                status,
                 reason: DeregReason::Normal,
                 first_child: None,
                 children: 0,
@@ -138,9 +158,9 @@ impl CoopInner {
                 prev: std::ptr::null(),
             }),
             pending: AtomicUsize::new(1),
-            groups_left: AtomicUsize::new(0),
+            groups_left,
             finishing_since: AtomicU32::new(0),
-            extras: None,
+            extras,
         }
     }
 
