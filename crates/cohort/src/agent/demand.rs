@@ -5,6 +5,7 @@ use crate::mailbox::MboxId;
 use crate::mailbox::multi_consumer::{Marker, QueueGroup};
 use crate::message::Envelope;
 use crate::queue::EventQueue;
+use crate::queue::QueueItem;
 use crate::runtime::coop::{CoopInner, Step};
 use std::sync::Arc;
 
@@ -102,6 +103,15 @@ fn undeliverable(cell: &DynCell, status: u8, sent_at: u32) -> Option<DeliveryFai
         }
         // `FINISHED`: the handler path counts it.
         _ => None,
+    }
+}
+
+impl QueueItem for Demand {
+    /// A message that reached an agent before its `start`: the mailbox it came by and itself.
+    type Early = (MboxId, Envelope);
+
+    fn reject(self) {
+        Demand::reject(self)
     }
 }
 

@@ -22,13 +22,11 @@
 //! tail in batches ([`EventQueue::drain_remote`]). So the local half is the queue's one
 //! total order, and FIFO holds per sender: a given sender thread always uses the same half.
 
-use super::last_log;
 use super::local_ring::LocalRing;
 use super::remote_blocks::{self, Head, Tail};
+use super::sender_epoch;
 use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
 use crate::agent::demand::Demand;
-use crate::mailbox::MboxId;
-use crate::message::Envelope;
 use crate::sync::{AtomicBool, AtomicU64, HandOffCell, SegQueue};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -37,14 +35,12 @@ use std::sync::atomic::Ordering;
 
 /// What a queue holds: demands (the loom model uses plain values).
 pub(crate) trait QueueItem: Send {
+    /// What the queue's owner keeps aside for one of its targets until it can take it (an
+    /// agent's message that arrived before its `start`).
+    type Early: Send;
+
     /// Accounts for an item that will never run (its queue is dropped).
     fn reject(self);
-}
-
-impl QueueItem for Demand {
-    fn reject(self) {
-        Demand::reject(self)
-    }
 }
 
 /// What a pool does with a queue that got work while idle: puts it on a run queue.
@@ -93,7 +89,7 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     pub(super) notifier: Notifier<T>,
     /// Messages that reached an agent before its `start` ran, by cell address, replayed right
     /// after `start` (rare: kept here rather than in every agent).
-    pub(super) early: UnsafeCell<Vec<(usize, MboxId, Envelope)>>,
+    pub(super) early: UnsafeCell<Vec<(usize, T::Early)>>,
     /// How many demands a pool worker runs from this queue before it moves on (saturated at
     /// `u32::MAX`); unused by a dedicated worker thread.
     pub(super) max_demands_at_once: u32,
@@ -241,7 +237,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// `make` must not panic: a claimed queue or a reserved slot would wait for it forever.
     #[inline(always)]
     pub(crate) fn push_remote_with(&self, make: impl FnOnce(bool) -> T) {
-        last_log::forget();
+        sender_epoch::advance();
         match &self.notifier {
             Notifier::Thread(side) => {
                 side.remote.push(make(false));
@@ -399,9 +395,9 @@ impl<T: QueueItem> EventQueue<T> {
     /// # Safety
     /// The caller runs this queue.
     #[cold]
-    pub(super) unsafe fn stash_early(&self, cell: usize, mbox: MboxId, msg: Envelope) {
+    pub(super) unsafe fn stash_early(&self, cell: usize, early: T::Early) {
         // SAFETY: only the running thread touches `early` (caller); no borrow is held across.
-        unsafe { (*self.early.get()).push((cell, mbox, msg)) }
+        unsafe { (*self.early.get()).push((cell, early)) }
     }
 
     /// Takes the messages stashed for agent `cell`, in arrival order.
@@ -409,7 +405,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// # Safety
     /// The caller runs this queue.
     #[inline]
-    pub(super) unsafe fn take_early(&self, cell: usize) -> Vec<(MboxId, Envelope)> {
+    pub(super) unsafe fn take_early(&self, cell: usize) -> Vec<T::Early> {
         // SAFETY: as in `stash_early`.
         let early = unsafe { &mut *self.early.get() };
         if early.is_empty() {
@@ -417,11 +413,11 @@ impl<T: QueueItem> EventQueue<T> {
         }
         let mut mine = Vec::new();
         let mut rest = Vec::with_capacity(early.len());
-        for (c, m, e) in early.drain(..) {
+        for (c, item) in early.drain(..) {
             if c == cell {
-                mine.push((m, e))
+                mine.push(item)
             } else {
-                rest.push((c, m, e))
+                rest.push((c, item))
             }
         }
         *early = rest;

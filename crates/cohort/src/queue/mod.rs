@@ -1,13 +1,13 @@
 //! Event queues: where demands wait for the worker thread that runs them.
 
 mod event_queue;
-pub(crate) mod last_log;
 mod local_ring;
 #[cfg(all(test, loom))]
 pub(crate) mod loom_model;
 mod pool_state;
 mod remote_blocks;
 mod running;
+pub(crate) mod sender_epoch;
 pub(crate) mod wakeup;
 
 pub(crate) use event_queue::{EventQueue, QueueItem, Schedule};

@@ -3,10 +3,8 @@
 //! queue's local half.
 
 use super::event_queue::{EventQueue, QueueItem};
-use super::last_log;
+use super::sender_epoch;
 use crate::agent::demand::Demand;
-use crate::mailbox::MboxId;
-use crate::message::Envelope;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr;
@@ -46,7 +44,7 @@ impl<'q, T: QueueItem> RunningGuard<'q, T> {
     /// queue, or a pool queue taken from a run queue).
     pub(crate) unsafe fn enter(q: &'q EventQueue<T>) -> Self {
         let prev = RUNNING.with(|r| r.replace((q as *const EventQueue<T>).cast::<()>()));
-        last_log::forget();
+        sender_epoch::advance();
         Self { queue: q, prev }
     }
 
@@ -72,7 +70,7 @@ impl<'q, T: QueueItem> RunningGuard<'q, T> {
 impl<T: QueueItem> Drop for RunningGuard<'_, T> {
     fn drop(&mut self) {
         RUNNING.with(|r| r.set(self.prev));
-        last_log::forget();
+        sender_epoch::advance();
     }
 }
 
@@ -197,17 +195,17 @@ impl<'q, T: QueueItem> Local<'q, T> {
     }
 }
 
-impl<'q> Local<'q, Demand> {
-    /// Keeps a message that reached agent `cell` before its `start` ran.
+impl<'q, T: QueueItem> Local<'q, T> {
+    /// Keeps an item aside for target `cell` (an agent that has not started yet).
     #[cold]
-    pub(crate) fn stash_early(&self, cell: usize, mbox: MboxId, msg: Envelope) {
+    pub(crate) fn stash_early(&self, cell: usize, early: T::Early) {
         // SAFETY: see above.
-        unsafe { self.queue.stash_early(cell, mbox, msg) }
+        unsafe { self.queue.stash_early(cell, early) }
     }
 
-    /// Takes the messages stashed for agent `cell`, in arrival order.
+    /// Takes the items kept aside for target `cell`, in arrival order.
     #[inline]
-    pub(crate) fn take_early(&self, cell: usize) -> Vec<(MboxId, Envelope)> {
+    pub(crate) fn take_early(&self, cell: usize) -> Vec<T::Early> {
         // SAFETY: see above.
         unsafe { self.queue.take_early(cell) }
     }

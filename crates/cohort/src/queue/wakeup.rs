@@ -81,7 +81,6 @@ impl Wakeup {
     /// As [`Wakeup::sleep`], but parks for at most `timeout`.
     #[cfg(not(loom))]
     pub(crate) fn sleep_timeout(&self, timeout: std::time::Duration, has_work: impl Fn() -> bool) {
-        release_thread_caches();
         self.sleeping.store(true, Relaxed);
         fence(SeqCst);
         if !has_work() {
@@ -100,7 +99,6 @@ impl Wakeup {
     /// the worker announced that it sleeps. Returns on a notify (or spuriously); the caller
     /// re-checks for work.
     pub(crate) fn sleep(&self, has_work: impl Fn() -> bool) {
-        release_thread_caches();
         self.sleeping.store(true, Relaxed);
         fence(SeqCst);
         if !has_work() {
@@ -227,12 +225,4 @@ impl SharedWakeup {
     pub(crate) fn sleep(&self, has_work: impl Fn() -> bool) {
         self.wakeup.sleep(has_work);
     }
-}
-
-/// What a worker keeps only while it is busy (the subscriber tables of the multi-consumer
-/// mailboxes it sent to) goes before it parks.
-#[inline]
-fn release_thread_caches() {
-    #[cfg(not(loom))]
-    crate::mailbox::multi_consumer::release_thread_tables();
 }

@@ -162,7 +162,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             // SAFETY: the agent is registered (its queue is bound).
             let queue = unsafe { header.queue() };
             let local = queue.local().expect("a handler runs on its queue's worker");
-            return local.stash_early(this.as_ptr() as *const () as usize, mbox, msg);
+            return local.stash_early(this.as_ptr() as *const () as usize, (mbox, msg));
         }
         if header.status() == FINISHED {
             return header.dead_letter(msg, DeliveryFailure::ReceiverGone);

@@ -414,6 +414,7 @@ impl<P: PoolPolicy> Pool<P> {
         if self.others_slots_occupied(index) {
             // Another worker's LIFO slot holds a queue: look again soon, in case that worker
             // is blocked and the queue needs taking (nobody would wake us).
+            crate::dispatcher::reuse::release_thread_caches();
             self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
         } else {
             self.parked_forever.park(index, &self.wakeups[index], || {

@@ -25,6 +25,7 @@ impl ForeverParked {
     pub(crate) fn park(&self, index: usize, wakeup: &Wakeup, ready: impl Fn() -> bool) {
         self.flags[index].store(true, Ordering::SeqCst);
         self.count.fetch_add(1, Ordering::SeqCst);
+        crate::dispatcher::reuse::release_thread_caches();
         wakeup.sleep(ready);
         self.count.fetch_sub(1, Ordering::SeqCst);
         self.flags[index].store(false, Ordering::Relaxed);

@@ -163,6 +163,7 @@ pub(crate) fn run_prio<T: QueueItem>(
         let t0 = probe.and_then(WorkerProbe::start);
         let work = || any_remote() || all_closed();
         if !spin_until(|| group.any_flagged() || work(), spin) {
+            crate::dispatcher::reuse::release_thread_caches();
             group.sleep(work);
         }
         if let (Some(p), Some(t0)) = (probe, t0) {

@@ -6,6 +6,14 @@ pub(crate) mod bound_count;
 mod loom_model;
 pub(crate) mod worker;
 
+/// What a worker keeps only while it is busy (the subscriber tables of the multi-consumer
+/// mailboxes it sent to) goes before it parks.
+#[inline]
+pub(crate) fn release_thread_caches() {
+    #[cfg(not(loom))]
+    crate::mailbox::multi_consumer::release_thread_tables();
+}
+
 /// The `new`, `name` and `worker_spin` methods of a builder of single-queue-per-thread
 /// dispatchers (fields `name` and `worker_spin`); `$default` is the default name.
 macro_rules! thread_builder_setters {

@@ -83,6 +83,7 @@ pub(crate) fn run_with<T: QueueItem>(
         }
         let t0 = probe.and_then(WorkerProbe::start);
         if !spin_for_work(queue, spin) {
+            super::release_thread_caches();
             queue.sleep();
         }
         if let (Some(p), Some(t0)) = (probe, t0) {

@@ -27,7 +27,7 @@
 //!   queue, which may be before something its sender pushed to that queue earlier. So a send
 //!   is *forced* (a marker pushed to every group, whatever their flags) unless the sending
 //!   thread's previous push of any kind was an append to this same log
-//!   ([`last_log`](crate::queue::last_log)); a marker stops before a forced entry that is not
+//!   ([`last_append`](super::last_append)); a marker stops before a forced entry that is not
 //!   its own, which its own marker, behind the sender's earlier pushes, handles. Markers are
 //!   pushed under the log's lock, so a group sees them in append order.
 //! - **Memory.** Entries live in a chain of segments; a group holds the segment its cursor

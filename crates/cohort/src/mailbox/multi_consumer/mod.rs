@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, RwLockWriteGuard, Weak};
 
 mod cache;
+mod last_append;
 mod log;
 mod queue_group;
 // Its one caller (`queue/wakeup.rs`) is compiled out under loom.
@@ -485,8 +486,8 @@ impl NamedMbox {
             && let Some(log) = t.log()
         {
             let id = Arc::as_ptr(log) as usize;
-            log.append((msg, finish_epoch()), !crate::queue::last_log::is(id));
-            crate::queue::last_log::set(id);
+            log.append((msg, finish_epoch()), !last_append::is(id));
+            last_append::set(id);
             return;
         }
         self.broadcast_per_queue(&t.groups, msg)

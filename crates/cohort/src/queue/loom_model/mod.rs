@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub(crate) struct LoomItem(pub(crate) u8, pub(crate) u8);
 
 impl QueueItem for LoomItem {
+    type Early = ();
+
     fn reject(self) {
         panic!("item {self:?} was never executed");
     }
