@@ -23,7 +23,7 @@
 //!
 //! impl Agent for Pinger {
 //!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-//!         ctx.on(|me: &mut Self, _: &Pong, ctx: &mut Context<'_, Self>| {
+//!         ctx.on(|me, _: &Pong, ctx| {
 //!             me.left -= 1;
 //!             if me.left == 0 { ctx.stop_environment() } else { me.ponger.as_ref().unwrap().send(Ping) }
 //!         })?;
@@ -36,7 +36,7 @@
 //!
 //! impl Agent for Ponger {
 //!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-//!         ctx.on(|me: &mut Self, _: &Ping, _: &mut Context<'_, Self>| me.pinger.send(Pong))?;
+//!         ctx.on(|me, _: &Ping, _| me.pinger.send(Pong))?;
 //!         Ok(())
 //!     }
 //! }
