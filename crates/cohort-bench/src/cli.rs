@@ -2,9 +2,9 @@
 //! the output format). Each scenario's own flags live with its records in `commands/`.
 
 use crate::commands::{
-    chains, cluster, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring,
-    ping_pong, producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring,
-    timers,
+    chains, churn, cluster, counting_actor, fan_out, idle_cpu, latency, locality,
+    parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
+    state_switch, thread_ring, timers,
 };
 use crate::plans::sobjectizer_grids;
 use crate::report::Format;
@@ -49,6 +49,9 @@ pub enum Command {
     PingPong(ping_pong::PingPongArgs),
     /// One million agents created in a tree, summing their ordinals (sobjectizer-performance-part3).
     Skynet(skynet::SkynetArgs),
+    /// Cooperations of named-mailbox subscribers registered and deregistered while a plain
+    /// thread publishes (the delivery rule at deregistration, under churn).
+    Churn(churn::ChurnArgs),
     /// One token passed round a ring of 503 agents (theron ThreadRing).
     ThreadRing(thread_ring::ThreadRingArgs),
     /// 503 tokens passed round a ring of 503 agents at once (theron ParallelThreadRing).

@@ -30,9 +30,9 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    chains, cluster, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring,
-    ping_pong, producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring,
-    timers,
+    chains, churn, cluster, counting_actor, fan_out, idle_cpu, latency, locality,
+    parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
+    state_switch, thread_ring, timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
@@ -49,6 +49,7 @@ fn main() {
     let records = match cli.command {
         Command::PingPong(a) => ping_pong::records(&a, runs(5), &machine),
         Command::Skynet(a) => skynet::records(&a, runs(5), &machine),
+        Command::Churn(a) => churn::records(&a, runs(3), &machine),
         Command::ThreadRing(a) => thread_ring::records(&a, runs(5), &machine),
         Command::FanOut(a) => fan_out::records(&a, runs(5), &machine),
         Command::ParallelThreadRing(a) => parallel_thread_ring::records(&a, runs(5), &machine),

@@ -2,6 +2,7 @@
 //! records (the `quick` and `full` plans build the same flags).
 
 pub mod chains;
+pub mod churn;
 pub mod cluster;
 pub mod counting_actor;
 pub mod fan_out;

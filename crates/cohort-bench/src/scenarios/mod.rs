@@ -1,6 +1,7 @@
 //! The benchmark scenarios, one module each, and where their agents run.
 
 pub mod chains;
+pub mod churn;
 pub mod cluster;
 pub mod counting_actor;
 pub mod fan_out;
