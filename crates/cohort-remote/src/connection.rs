@@ -6,6 +6,7 @@
 //! Two tasks, not one: a single task that both reads and writes gives no more throughput
 //! and makes a round trip longer, since a read waits behind the write in progress.
 
+use crate::ack::AckState;
 use crate::peer::{CLOSED, DOWN, PeerShared, UP};
 use crate::stats::Counters;
 use crate::tls::Stream;
@@ -17,12 +18,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::watch;
 
-/// Shared by a connection's reader, its writer and the senders: whether it ended, and the
-/// socket's write side.
+/// Shared by a connection's reader, its writer and the senders: whether it ended, the
+/// socket's write side and the acknowledgements.
 pub(crate) struct ConnState {
     pub(crate) dead: AtomicBool,
     pub(crate) ended: watch::Sender<bool>,
     pub(crate) write: WriteSide,
+    pub(crate) ack: AckState,
 }
 
 impl ConnState {
@@ -31,7 +33,16 @@ impl ConnState {
             dead: AtomicBool::new(false),
             ended: watch::Sender::new(false),
             write: WriteSide::new(wr),
+            ack: AckState::default(),
         }
+    }
+
+    /// Counts what was written on the connection and not acknowledged as in doubt, once,
+    /// and stops any further write on it; returns how many.
+    pub(crate) fn settle(&self, node: &crate::node::NodeShared) -> u64 {
+        let mut st = self.write.lock_state();
+        st.unacked
+            .settle(self.ack.acked.load(Ordering::Acquire), node)
     }
 
     /// Marks the connection ended; true for the first caller only.
@@ -108,13 +119,16 @@ pub(crate) fn install(peer: &Arc<PeerShared>, stream: Stream, leftover: Vec<u8>)
     node.peer_changed();
 }
 
-/// Ends `conn` (once): the peer is down, its queued messages are undeliverable, subscribers
-/// hear [`NodeDown`], and a peer this node dialled is dialled again with backoff.
+/// Ends `conn` (once): what it wrote and the peer did not acknowledge is in doubt, the peer
+/// is down, its queued messages are undeliverable, subscribers hear [`NodeDown`], and a
+/// peer this node dialled is dialled again with backoff.
 pub(crate) fn lost(peer: &Arc<PeerShared>, conn: &Arc<ConnState>, reason: String) {
     if !conn.end() {
         return;
     }
     let node = &peer.node;
+    // Before anything else: a replaced connection's writes are in doubt too.
+    let in_doubt = conn.settle(node);
     {
         let mut current = peer.conn.lock().unwrap_or_else(|e| e.into_inner());
         match &*current {
@@ -129,12 +143,13 @@ pub(crate) fn lost(peer: &Arc<PeerShared>, conn: &Arc<ConnState>, reason: String
     }
     let undeliverable = peer.drain_undeliverable(DeliveryFailure::NodeDown);
     Counters::add(&node.counters.nodes_down, 1);
-    tracing::warn!(node = %node.config.name, peer = %peer.name, %reason, undeliverable, "node down");
+    tracing::warn!(node = %node.config.name, peer = %peer.name, %reason, undeliverable, in_doubt, "node down");
     if node.events.has_subscribers::<NodeDown>() {
         node.events.send(NodeDown {
             node: peer.name.clone(),
             reason,
             undeliverable,
+            in_doubt,
         });
     }
     node.peer_changed();

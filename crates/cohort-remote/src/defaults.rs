@@ -5,7 +5,13 @@ use std::time::Duration;
 
 /// The wire protocol's version, sent in the handshake. A peer with another version is
 /// refused ([`HandshakeError::VersionMismatch`](crate::HandshakeError::VersionMismatch)).
-pub const PROTOCOL_VERSION: u16 = 1;
+/// Version 2 added the `Ack` frame (see [`frame`](crate::frame)).
+pub const PROTOCOL_VERSION: u16 = 2;
+
+/// A receiving node that has nothing to send writes an `Ack` alone once it has read this
+/// many messages since its last one (4,096), instead of waiting for its next heartbeat: the
+/// sender's count of messages in doubt stays bounded under a one-way stream.
+pub const ACK_EVERY: u64 = 4096;
 
 /// The largest frame a node accepts, in bytes (its declared length, kind byte included):
 /// 1 MiB. A longer one closes the connection

@@ -19,4 +19,9 @@ pub struct NodeDown {
     /// Messages still queued for it, now counted as dead letters
     /// ([`DeliveryFailure::NodeDown`](cohort::DeliveryFailure::NodeDown)).
     pub undeliverable: u64,
+    /// Messages written to it on that connection that it did not acknowledge before the
+    /// end, now counted as dead letters in doubt
+    /// ([`DeliveryFailure::InDoubt`](cohort::DeliveryFailure::InDoubt)): each may or may
+    /// not have been handled there.
+    pub in_doubt: u64,
 }

@@ -16,6 +16,7 @@
 //!  6 Message      mbox u32 | type u32 | payload (postcard, to the end of the frame)
 //!  7 Heartbeat    (empty)
 //!  8 Bye          (empty: the sender flushed everything and closes)
+//!  9 Ack          received u64   Message frames this side has read on this connection
 //!
 //!  str / bytes: u16 LE length, then that many bytes (str: UTF-8); integers little-endian.
 //! ```
@@ -24,6 +25,12 @@
 //! connection, the first time the sender uses it; every `Message` after that names it by
 //! its 4-byte id, never by its string. Frames of one connection are written by one writer
 //! task, so they arrive in the order the senders' messages entered its queue.
+//!
+//! `Ack` is cumulative: `received` counts every `Message` frame the peer read on this
+//! connection and handed to a mailbox (or counted as a dead letter there). It rides in the
+//! acknowledging side's own batches, or goes alone at its heartbeat or after
+//! [`ACK_EVERY`](crate::defaults::ACK_EVERY) messages when it has nothing to send. At a
+//! break, the sender counts each message written past the last `received` as in doubt.
 //!
 //! [`decode`] checks a frame completely before the caller acts on it: its declared length
 //! against the configured maximum (before a byte of the body is buffered), its kind, every
@@ -55,6 +62,8 @@ pub enum FrameKind {
     Heartbeat = 7,
     /// A graceful close: nothing follows.
     Bye = 8,
+    /// How many `Message` frames the sender of this frame has read on this connection.
+    Ack = 9,
 }
 
 impl FrameKind {
@@ -68,6 +77,7 @@ impl FrameKind {
             6 => Self::Message,
             7 => Self::Heartbeat,
             8 => Self::Bye,
+            9 => Self::Ack,
             _ => return None,
         })
     }
@@ -124,6 +134,11 @@ pub enum Frame<'a> {
     Heartbeat,
     /// See [`FrameKind::Bye`].
     Bye,
+    /// See [`FrameKind::Ack`].
+    Ack {
+        /// `Message` frames read on this connection so far.
+        received: u64,
+    },
 }
 
 /// Why bytes received are not a valid frame. Each closes the connection with this reason,
@@ -252,6 +267,9 @@ pub fn decode(buf: &[u8], max_frame: u32) -> Result<Option<(Frame<'_>, usize)>, 
         }
         FrameKind::Heartbeat => Frame::Heartbeat,
         FrameKind::Bye => Frame::Bye,
+        FrameKind::Ack => Frame::Ack {
+            received: body.u64()?,
+        },
     };
     if !body.rest.is_empty() {
         return Err(FrameError::TrailingBytes {
@@ -290,6 +308,11 @@ impl<'a> Body<'a> {
     fn u32(&mut self) -> Result<u32, FrameError> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64, FrameError> {
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
     }
 
     fn bytes(&mut self) -> Result<&'a [u8], FrameError> {
@@ -395,6 +418,13 @@ pub fn encode_heartbeat(buf: &mut Vec<u8>) {
     finish(buf, start);
 }
 
+/// Appends an `Ack` frame: `received` `Message` frames read on this connection.
+pub fn encode_ack(buf: &mut Vec<u8>, received: u64) {
+    let start = begin(buf, FrameKind::Ack);
+    buf.extend_from_slice(&received.to_le_bytes());
+    finish(buf, start);
+}
+
 /// Appends a `Bye` frame.
 pub fn encode_bye(buf: &mut Vec<u8>) {
     let start = begin(buf, FrameKind::Bye);
@@ -472,6 +502,23 @@ mod tests {
         b.clear();
         encode_bye(&mut b);
         assert_eq!(one(&b), Frame::Bye);
+        b.clear();
+        encode_ack(&mut b, u64::MAX - 1);
+        assert_eq!(
+            one(&b),
+            Frame::Ack {
+                received: u64::MAX - 1
+            }
+        );
+        assert_eq!(decode(&b[..b.len() - 1], 100), Ok(None));
+        // An Ack whose counter is cut short.
+        assert_eq!(
+            decode(&[5, 0, 0, 0, 9, 1, 2, 3, 4], 100),
+            Err(FrameError::Truncated {
+                kind: FrameKind::Ack,
+                len: 5
+            })
+        );
     }
 
     #[test]

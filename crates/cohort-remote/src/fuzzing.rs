@@ -175,6 +175,7 @@ fn encode(f: &Frame<'_>) -> Vec<u8> {
         Frame::Message { mbox, ty, payload } => frame::encode_message(&mut out, mbox, ty, payload),
         Frame::Heartbeat => frame::encode_heartbeat(&mut out),
         Frame::Bye => frame::encode_bye(&mut out),
+        Frame::Ack { received } => frame::encode_ack(&mut out, received),
     }
     out
 }
@@ -441,6 +442,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     frame::encode_message(&mut every, 1, 0, &payloads[0]);
     frame::encode_heartbeat(&mut every);
     frame::encode_bye(&mut every);
+    frame::encode_ack(&mut every, 1 << 40);
     out.push(("frame", "every-kind".into(), [&max[..], &every].concat()));
     let mut one = |name: &str, f: &dyn Fn(&mut Vec<u8>)| {
         let mut v = max.to_vec();
@@ -458,6 +460,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     });
     one("message", &|v| frame::encode_message(v, 3, 4, &[1, 2, 3]));
     one("heartbeat", &|v| frame::encode_heartbeat(v));
+    one("ack", &|v| frame::encode_ack(v, 42));
     one("too-long", &|v| {
         v.extend_from_slice(&u32::MAX.to_le_bytes())
     });
@@ -541,6 +544,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     frame::encode_message(&mut session, 0, 8, &[1]);
     frame::encode_message(&mut session, 0, 3, &[0xff]);
     frame::encode_heartbeat(&mut session);
+    frame::encode_ack(&mut session, 3);
     let chunks = [[1u8, 2, 3, 4], [0, 0, 0, 0], [255, 7, 63, 1]];
     for (i, c) in chunks.iter().enumerate() {
         out.push((

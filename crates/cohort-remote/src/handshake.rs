@@ -82,6 +82,7 @@ impl From<Frame<'_>> for Owned {
             Frame::Message { .. } => Owned::Other("Message"),
             Frame::Heartbeat => Owned::Other("Heartbeat"),
             Frame::Bye => Owned::Other("Bye"),
+            Frame::Ack { .. } => Owned::Other("Ack"),
         }
     }
 }

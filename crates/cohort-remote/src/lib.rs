@@ -79,6 +79,7 @@
 
 #![deny(missing_docs)]
 
+mod ack;
 mod config;
 mod connection;
 pub mod defaults;

@@ -430,8 +430,12 @@ impl Node {
         runtime.shutdown_timeout(Duration::from_secs(1));
         for p in &peers {
             p.drain_undeliverable(DeliveryFailure::NodeDown);
-            // Breaks the peer -> node -> peer cycle.
-            p.conn.lock().unwrap_or_else(|e| e.into_inner()).take();
+            // Breaks the peer -> node -> peer cycle; a connection that did not end by itself
+            // (an abort, a flush that timed out) leaves its unacknowledged writes in doubt.
+            let conn = p.conn.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(conn) = conn {
+                conn.settle(node);
+            }
         }
     }
 }

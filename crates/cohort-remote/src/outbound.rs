@@ -154,6 +154,11 @@ impl OutboundQueue {
         self.writer_parked.store(false, Ordering::Relaxed);
     }
 
+    /// Wakes the writer whatever the queue holds, for it to write an `Ack` (reader).
+    pub(crate) fn nudge(&self) {
+        self.wake_writer.notify_one();
+    }
+
     /// Wakes the writer whatever the queue holds (shutdown, closing).
     pub(crate) fn kick(&self) {
         self.wake_writer.notify_one();

@@ -3,6 +3,7 @@
 //! handlers), and watches the peer's heartbeats with the phi-accrual detector.
 
 use crate::connection::{ConnState, lost};
+use crate::defaults::ACK_EVERY;
 use crate::frame::{self, Frame, FrameError};
 use crate::node::NodeShared;
 use crate::peer::PeerShared;
@@ -10,6 +11,7 @@ use crate::phi::PhiAccrual;
 use crate::stats::Counters;
 use cohort::{DeliveryFailure, Mbox};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 use tokio::io::AsyncRead;
 use tokio::io::AsyncReadExt;
@@ -21,6 +23,8 @@ pub(crate) struct Inbound {
     types: Vec<Option<Option<u32>>>,
     /// Peer mailbox id -> (name, the exported mailbox once resolved).
     mboxes: Vec<Option<(Box<str>, Option<Mbox>)>>,
+    /// The highest count of this side's messages the peer acknowledged.
+    acked: u64,
 }
 
 /// A reason to close the connection.
@@ -132,6 +136,7 @@ fn handle(
             Counters::add(&node.counters.heartbeats_in, 1);
             detector.heartbeat(Instant::now());
         }
+        Frame::Ack { received } => inbound.acked = inbound.acked.max(received),
         Frame::Bye => return Ok(false),
         Frame::Hello { .. } => return Err(ProtocolError::Unexpected("Hello")),
         Frame::Welcome { .. } => return Err(ProtocolError::Unexpected("Welcome")),
@@ -217,6 +222,10 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
     );
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     buf.reserve(64 * 1024);
+    // Messages read on this connection, and that count when the writer was last nudged to
+    // acknowledge it.
+    let (mut received, mut nudged) = (0u64, 0u64);
+    let mut acked = 0u64;
     let reason: String = loop {
         let Turn {
             consumed: at,
@@ -226,6 +235,20 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
         } = decode_turn(&node, &mut inbound, &mut detector, &buf);
         if messages > 0 {
             Counters::add(&node.counters.messages_in, messages);
+            received += messages;
+            conn.ack.received.store(received, Ordering::Release);
+            // A one-way stream: the writer has nothing to carry the Ack, so it is woken to
+            // write it alone, once per ACK_EVERY messages.
+            if received - nudged >= ACK_EVERY
+                && received - conn.ack.sent.load(Ordering::Relaxed) >= ACK_EVERY
+            {
+                nudged = received;
+                peer.queue.nudge();
+            }
+        }
+        if inbound.acked > acked {
+            acked = inbound.acked;
+            conn.ack.peer_acked(acked);
         }
         if let Some(e) = err {
             Counters::add(&node.counters.protocol_errors, 1);
@@ -233,7 +256,10 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
             break format!("protocol error: {e}");
         }
         if bye {
-            break "the peer shut down (Bye)".into();
+            // The writer sends the last Ack, then ends the connection.
+            conn.ack.peer_bye.store(true, Ordering::Release);
+            peer.queue.nudge();
+            return;
         }
         buf.drain(..at);
         // Room for the next frame: its declared size (capped by the maximum, checked by

@@ -17,6 +17,7 @@ pub(crate) struct Counters {
     pub(crate) protocol_errors: AtomicU64,
     pub(crate) nodes_down: AtomicU64,
     pub(crate) undeliverable: AtomicU64,
+    pub(crate) in_doubt: AtomicU64,
 }
 
 impl Counters {
@@ -39,6 +40,7 @@ impl Counters {
             protocol_errors: g(&self.protocol_errors),
             nodes_down: g(&self.nodes_down),
             undeliverable: g(&self.undeliverable),
+            in_doubt: g(&self.in_doubt),
         }
     }
 }
@@ -68,6 +70,10 @@ pub struct NodeStats {
     pub nodes_down: u64,
     /// Messages to remote nodes that were not sent: counted as dead letters too.
     pub undeliverable: u64,
+    /// Of those, messages written to a peer whose connection ended before the peer
+    /// acknowledged them: each may or may not have been handled there
+    /// ([`DeliveryFailure::InDoubt`](cohort::DeliveryFailure::InDoubt)).
+    pub in_doubt: u64,
 }
 
 impl NodeStats {

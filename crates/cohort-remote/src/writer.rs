@@ -38,9 +38,11 @@ pub(crate) struct WriteSide {
     epoch: Instant,
 }
 
-struct WriteState {
+pub(crate) struct WriteState {
     buf: Vec<u8>,
     declared: Declared,
+    /// What was written and not acknowledged yet.
+    pub(crate) unacked: crate::ack::Unacked,
     /// Bye was written: nothing may follow it (a late sender's message stays queued and is
     /// counted as undeliverable when the node stops).
     closed: bool,
@@ -57,11 +59,16 @@ impl WriteSide {
                     mboxes: Vec::new(),
                 },
                 closed: false,
+                unacked: crate::ack::Unacked::default(),
             }),
             last_write_ns: std::sync::atomic::AtomicU64::new(0),
             last_batch: std::sync::atomic::AtomicU64::new(0),
             epoch: Instant::now(),
         }
+    }
+
+    pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, WriteState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn now_ns(&self) -> u64 {
@@ -85,16 +92,17 @@ impl Declared {
     }
 }
 
-/// Appends one queued message to `buf` (with its declarations the first time); returns
-/// whether it went in (a codec failure or an oversized frame is a dead letter instead).
-fn encode_one(
-    peer: &PeerShared,
-    declared: &mut Declared,
-    buf: &mut Vec<u8>,
-    o: crate::outbound::Outbound,
-) -> bool {
+/// Appends one queued message to the batch (with its declarations the first time); returns
+/// whether it went in (a codec failure or an oversized frame is a dead letter instead, and
+/// so is a message taken after the connection's end was counted).
+fn encode_one(peer: &PeerShared, st: &mut WriteState, o: crate::outbound::Outbound) -> bool {
     let node = &*peer.node;
     let entry = node.registry.entry(o.entry);
+    if st.unacked.settled {
+        node.undeliverable(entry.type_name, DeliveryFailure::NodeDown);
+        return false;
+    }
+    let (declared, buf) = (&mut st.declared, &mut st.buf);
     if Declared::mark(&mut declared.types, o.entry) {
         frame::encode_declare(buf, false, o.entry, &entry.name);
     }
@@ -111,7 +119,10 @@ fn encode_one(
     let encoded = (entry.encode)(&o.msg, buf);
     let len = frame::finish(buf, start);
     match encoded {
-        Ok(()) if len <= node.config.max_frame_bytes as usize => true,
+        Ok(()) if len <= node.config.max_frame_bytes as usize => {
+            st.unacked.record(o.entry);
+            true
+        }
         Ok(()) => {
             buf.truncate(start);
             tracing::warn!(peer = %peer.name, message_type = entry.type_name, len,
@@ -129,17 +140,34 @@ fn encode_one(
     }
 }
 
-/// Pops what is queued into `st.buf` (adaptive caps); returns how many messages.
+/// Puts the `Ack` the peer is owed (if any) into the batch, and forgets what the peer
+/// acknowledged: one load of each counter per batch.
+#[inline]
+fn put_ack(conn: &ConnState, st: &mut WriteState) {
+    if st.closed {
+        return;
+    }
+    if let Some(received) = conn.ack.owed() {
+        frame::encode_ack(&mut st.buf, received);
+        conn.ack.sent.store(received, Ordering::Relaxed);
+    }
+    st.unacked.trim(conn.ack.acked.load(Ordering::Acquire));
+}
+
+/// Pops what is queued into `st.buf` (adaptive caps), with the `Ack` owed; returns how many
+/// messages.
 fn fill_adaptive(
     peer: &PeerShared,
+    conn: &ConnState,
     st: &mut WriteState,
     max_messages: usize,
     max_bytes: usize,
 ) -> u64 {
+    put_ack(conn, st);
     let mut n = 0u64;
     while (n as usize) < max_messages && st.buf.len() < max_bytes {
         match peer.queue.pop() {
-            Some(o) => n += encode_one(peer, &mut st.declared, &mut st.buf, o) as u64,
+            Some(o) => n += encode_one(peer, st, o) as u64,
             None => break,
         }
     }
@@ -202,11 +230,11 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
     let Ok(mut st) = conn.write.state.try_lock() else {
         return false;
     };
-    if st.closed {
+    if st.closed || st.unacked.settled {
         return false;
     }
     let node = &*peer.node;
-    let n = fill_adaptive(peer, &mut st, max_messages, max_bytes);
+    let n = fill_adaptive(peer, &conn, &mut st, max_messages, max_bytes);
     if n > 0 {
         conn.write.last_batch.store(n, Ordering::Relaxed);
         Counters::add(&node.counters.writes, 1);
@@ -271,12 +299,8 @@ pub(crate) async fn writer(
                 bytes,
                 delay,
             } = batching
-                && !conn
-                    .write
-                    .state
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .closed
+                && !conn.ack.peer_bye.load(Ordering::Acquire)
+                && !conn.write.lock_state().closed
                 && let Some(first) = peer.queue.pop()
             {
                 let deadline = tokio::time::Instant::now() + delay;
@@ -285,7 +309,7 @@ pub(crate) async fn writer(
                     if let Some(o) = next.take() {
                         let mut st = conn.write.state.lock().unwrap_or_else(|e| e.into_inner());
                         let st = &mut *st;
-                        staged += encode_one(&peer, &mut st.declared, &mut st.buf, o) as u64;
+                        staged += encode_one(&peer, st, o) as u64;
                         if staged as usize >= messages || st.buf.len() >= bytes {
                             break;
                         }
@@ -303,25 +327,31 @@ pub(crate) async fn writer(
                     }
                 }
             }
-            let (tls_batch, flushed, idle) = {
-                let mut st = conn.write.state.lock().unwrap_or_else(|e| e.into_inner());
+            // The peer said Bye: only its last Ack goes, then the connection ends.
+            let peer_bye = conn.ack.peer_bye.load(Ordering::Acquire);
+            let (tls_batch, flushed, idle, finished) = {
+                let mut st = conn.write.lock_state();
                 let st = &mut *st;
                 let mut n = 0u64;
                 match batching {
                     // After Bye nothing more is taken from the queue.
-                    _ if st.closed => {}
+                    _ if st.closed || peer_bye || st.unacked.settled => put_ack(&conn, st),
                     Batching::Adaptive {
                         max_messages,
                         max_bytes,
-                    } => n += fill_adaptive(&peer, st, max_messages, max_bytes),
+                    } => n += fill_adaptive(&peer, &conn, st, max_messages, max_bytes),
                     Batching::PerMessage => {
+                        put_ack(&conn, st);
                         if st.buf.is_empty()
                             && let Some(o) = peer.queue.pop()
                         {
-                            n += encode_one(&peer, &mut st.declared, &mut st.buf, o) as u64;
+                            n += encode_one(&peer, st, o) as u64;
                         }
                     }
-                    Batching::Fixed { .. } => n += staged,
+                    Batching::Fixed { .. } => {
+                        put_ack(&conn, st);
+                        n += staged;
+                    }
                 }
                 if n > 0 {
                     conn.write.last_batch.store(n, Ordering::Relaxed);
@@ -335,6 +365,7 @@ pub(crate) async fn writer(
                     next_hb = now + hb_every;
                 }
                 let closing = !st.closed
+                    && !peer_bye
                     && n == 0
                     && st.buf.is_empty()
                     && peer.queue.len() == 0
@@ -343,22 +374,26 @@ pub(crate) async fn writer(
                     frame::encode_bye(&mut st.buf);
                     st.closed = true;
                 }
+                let done = st.closed || peer_bye;
                 if tls.is_some() {
                     // Written below, outside the lock.
                     let out = std::mem::take(&mut st.buf);
                     let idle = out.is_empty() && n == 0;
-                    (Some((out, st.closed)), true, idle)
+                    (Some((out, done, st.unacked.written)), true, idle, None)
                 } else {
                     let flushed = try_flush(&conn, st, &node)?;
-                    if st.closed && flushed {
-                        return Ok(());
-                    }
-                    (None, flushed, st.buf.is_empty() && n == 0)
+                    let finished = (done && flushed).then_some(st.unacked.written);
+                    (None, flushed, st.buf.is_empty() && n == 0, finished)
                 }
             };
-            if let (Some(wr), Some((out, closed))) = (tls.as_mut(), tls_batch) {
+            if let Some(written) = finished {
+                bye_acked(&conn, &node, peer_bye, written).await;
+                return Ok(());
+            }
+            if let (Some(wr), Some((out, done, written))) = (tls.as_mut(), tls_batch) {
                 write_tls(&conn, &node, wr, out).await?;
-                if closed {
+                if done {
+                    bye_acked(&conn, &node, peer_bye, written).await;
                     return Ok(());
                 }
             }
@@ -377,11 +412,29 @@ pub(crate) async fn writer(
     }
     .await;
     match result {
+        Ok(()) if conn.ack.peer_bye.load(Ordering::Acquire) => {
+            lost(&peer, &conn, "the peer shut down (Bye)".into());
+        }
         Ok(()) if peer.closing.load(Ordering::Acquire) => {
             // Graceful: everything queued was written, then Bye.
             lost(&peer, &conn, "this node shut down".into());
         }
         Ok(()) => {}
         Err(e) => lost(&peer, &conn, format!("write failed: {e}")),
+    }
+}
+
+/// After this side's `Bye`, waits (at most the shutdown flush timeout) for the peer's last
+/// `Ack` of the `written` messages, so that a graceful close leaves nothing in doubt. After
+/// the peer's `Bye` (`peer_bye`) the last `Ack` was just written: nothing to wait for.
+async fn bye_acked(conn: &ConnState, node: &NodeShared, peer_bye: bool, written: u64) {
+    if peer_bye {
+        return;
+    }
+    let deadline = tokio::time::Instant::now() + node.config.shutdown_flush_timeout;
+    let mut ended = conn.ended.subscribe();
+    tokio::select! {
+        _ = conn.ack.wait_for(written, deadline) => {}
+        _ = ended.wait_for(|d| *d) => {}
     }
 }

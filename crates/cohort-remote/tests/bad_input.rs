@@ -103,19 +103,22 @@ fn a_wrong_token_is_refused_with_its_reason() {
 fn a_version_mismatch_is_refused_with_its_reason() {
     watchdog(TIMEOUT, || {
         let s = setup(1 << 20);
-        let mut raw = RawPeer::hello(
-            s.server.local_addr().unwrap(),
-            PROTOCOL_VERSION + 1,
-            "future",
-            b"tok",
-        );
-        let answer = raw.next();
-        assert!(
-            answer.starts_with("Refuse: protocol version mismatch"),
-            "{answer}"
-        );
-        assert_eq!(raw.next(), "closed");
-        assert_eq!(s.server.stats().handshakes_refused, 1);
+        // A newer peer, and an old one (version 1 had no acknowledgements).
+        for (i, version) in [PROTOCOL_VERSION + 1, 1].into_iter().enumerate() {
+            let mut raw = RawPeer::hello(
+                s.server.local_addr().unwrap(),
+                version,
+                "other-version",
+                b"tok",
+            );
+            let answer = raw.next();
+            assert!(
+                answer.starts_with("Refuse: protocol version mismatch"),
+                "{answer}"
+            );
+            assert_eq!(raw.next(), "closed");
+            assert_eq!(s.server.stats().handshakes_refused, i as u64 + 1);
+        }
         s.still_serves(2);
         s.end();
     });

@@ -3,6 +3,8 @@
 //! format by hand (for malformed input).
 #![allow(dead_code)]
 
+pub mod proxy;
+
 use cohort::{
     Agent, Context, DeadLetter, DefineError, DeliveryFailure, Environment, Mbox, WrappedEnv,
 };

@@ -54,6 +54,9 @@ pub enum DeliveryFailure {
     /// Its value did not encode, its frame would be longer than the maximum frame size, or
     /// (on the receiver) its bytes did not decode as the registered type (`cohort-remote`).
     RemoteCodec,
+    /// It was written to a remote node whose connection broke before that node acknowledged
+    /// it: it may have been handled there, or not (`cohort-remote`). Never resent.
+    InDoubt,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -89,6 +92,9 @@ impl fmt::Display for DeliveryFailure {
             DeliveryFailure::NotExported => "this node does not export that mailbox name",
             DeliveryFailure::RemoteCodec => {
                 "the message did not encode, is over the maximum frame size, or did not decode"
+            }
+            DeliveryFailure::InDoubt => {
+                "the connection broke before the remote node acknowledged it: delivery in doubt"
             }
         })
     }

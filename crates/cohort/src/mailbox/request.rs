@@ -90,7 +90,8 @@ fn current_drop_error() -> RequestError {
             | DeliveryFailure::OutboundFull
             | DeliveryFailure::NotRegisteredForRemote
             | DeliveryFailure::NotExported
-            | DeliveryFailure::RemoteCodec),
+            | DeliveryFailure::RemoteCodec
+            | DeliveryFailure::InDoubt),
         ) => RequestError::Refused(why),
         None => RequestError::NotReplied,
     }

@@ -58,6 +58,7 @@
 //! ```
 
 mod error;
+pub mod ledger;
 mod probe;
 mod watchdog;
 

@@ -1,0 +1,155 @@
+//! Cumulative acknowledgements: what closes the "written just before the break" hole.
+//!
+//! Each side counts the `Message` frames it reads on a connection and sends that count back
+//! in an `Ack` frame ([`frame`](crate::frame)), inside its own batches (no extra write on
+//! the hot path), at its heartbeat, or alone after [`ACK_EVERY`](crate::defaults::ACK_EVERY)
+//! messages when it has nothing to send. The sending side keeps, for the messages it wrote
+//! and the peer has not acknowledged, only their count per run of one type ([`Unacked`]);
+//! at a break each of them is counted as a dead letter with
+//! [`DeliveryFailure::InDoubt`](cohort::DeliveryFailure::InDoubt): handled there or not,
+//! nobody knows, and nothing is resent.
+
+use crate::node::NodeShared;
+use crate::stats::Counters;
+use cohort::DeliveryFailure;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tokio::sync::Notify;
+
+/// The acknowledgement counters of one connection, shared by its reader, its writer and
+/// the senders' direct writes.
+#[derive(Default)]
+pub(crate) struct AckState {
+    /// `Message` frames this side read (and handed over) on the connection (reader).
+    pub(crate) received: AtomicU64,
+    /// The highest `received` this side put in an `Ack` (writer).
+    pub(crate) sent: AtomicU64,
+    /// The highest count the peer acknowledged (reader).
+    pub(crate) acked: AtomicU64,
+    /// The peer said `Bye`: the writer sends a last `Ack` and ends the connection.
+    pub(crate) peer_bye: AtomicBool,
+    /// Set while the writer, after its own `Bye`, waits for the last `Ack`.
+    awaiting: AtomicBool,
+    arrived: Notify,
+}
+
+impl AckState {
+    /// Records the peer's acknowledgement (reader).
+    #[inline]
+    pub(crate) fn peer_acked(&self, received: u64) {
+        self.acked.fetch_max(received, Ordering::AcqRel);
+        if self.awaiting.load(Ordering::Acquire) {
+            self.arrived.notify_one();
+        }
+    }
+
+    /// Waits until the peer acknowledged `written` messages, or `deadline` (writer, after
+    /// its `Bye`); returns whether all were acknowledged.
+    pub(crate) async fn wait_for(&self, written: u64, deadline: tokio::time::Instant) -> bool {
+        self.awaiting.store(true, Ordering::Release);
+        loop {
+            if self.acked.load(Ordering::Acquire) >= written {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, self.arrived.notified())
+                .await
+                .is_err()
+            {
+                return self.acked.load(Ordering::Acquire) >= written;
+            }
+        }
+    }
+
+    /// Whether this side should write an `Ack` now (its peer is owed one).
+    #[inline]
+    pub(crate) fn owed(&self) -> Option<u64> {
+        let r = self.received.load(Ordering::Acquire);
+        (r > self.sent.load(Ordering::Relaxed)).then_some(r)
+    }
+}
+
+/// Messages written on one connection and not yet acknowledged, as runs of one type:
+/// `(end, entry)` covers the messages numbered from the previous run's end (or the
+/// acknowledged count) up to `end`, all of registry entry `entry`.
+#[derive(Default)]
+pub(crate) struct Unacked {
+    /// Messages written on this connection.
+    pub(crate) written: u64,
+    runs: VecDeque<(u64, u32)>,
+    /// Counted at the break: no message may be written on the connection any more.
+    pub(crate) settled: bool,
+}
+
+impl Unacked {
+    /// Records one more message of registry entry `entry` written.
+    #[inline]
+    pub(crate) fn record(&mut self, entry: u32) {
+        self.written += 1;
+        match self.runs.back_mut() {
+            Some((end, e)) if *e == entry => *end = self.written,
+            _ => self.runs.push_back((self.written, entry)),
+        }
+    }
+
+    /// Forgets the runs the peer acknowledged whole.
+    #[inline]
+    pub(crate) fn trim(&mut self, acked: u64) {
+        while let Some(&(end, _)) = self.runs.front() {
+            if end > acked {
+                break;
+            }
+            self.runs.pop_front();
+        }
+    }
+
+    /// At the break (once): counts every message written past `acked` as in doubt; returns
+    /// how many.
+    pub(crate) fn settle(&mut self, acked: u64, node: &NodeShared) -> u64 {
+        if std::mem::replace(&mut self.settled, true) {
+            return 0;
+        }
+        // A peer that acknowledges more than was written is believed up to what was.
+        let mut from = acked.min(self.written);
+        let mut total = 0;
+        for (end, entry) in self.runs.drain(..) {
+            let n = end.saturating_sub(from);
+            from = from.max(end);
+            if n == 0 {
+                continue;
+            }
+            total += n;
+            let name = node.registry.entry(entry).type_name;
+            for _ in 0..n {
+                node.undeliverable(name, DeliveryFailure::InDoubt);
+            }
+        }
+        Counters::add(&node.counters.in_doubt, total);
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(u: &Unacked) -> Vec<(u64, u32)> {
+        u.runs.iter().copied().collect()
+    }
+
+    #[test]
+    fn runs_merge_by_type_and_trim_by_acknowledgement() {
+        let mut u = Unacked::default();
+        for e in [1, 1, 1, 2, 2, 1] {
+            u.record(e);
+        }
+        assert_eq!(runs(&u), vec![(3, 1), (5, 2), (6, 1)]);
+        u.trim(3);
+        assert_eq!(runs(&u), vec![(5, 2), (6, 1)]);
+        // A partial acknowledgement keeps the run: its count is taken at the break.
+        u.trim(4);
+        assert_eq!(runs(&u), vec![(5, 2), (6, 1)]);
+        u.trim(6);
+        assert!(runs(&u).is_empty());
+        assert_eq!(u.written, 6);
+    }
+}
