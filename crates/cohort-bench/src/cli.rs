@@ -2,7 +2,7 @@
 //! the output format). Each scenario's own flags live with its records in `commands/`.
 
 use crate::commands::{
-    chains, churn, cluster, counting_actor, fan_out, idle_cpu, latency, locality,
+    chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency, locality,
     parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
     state_switch, thread_ring, timers,
 };
@@ -84,6 +84,9 @@ pub enum Command {
     ChainThroughput(chains::ChainThroughputArgs),
     /// CPU used by an idle environment with every dispatcher started (target < 1 %).
     IdleCpu(idle_cpu::IdleCpuArgs),
+    /// The http_front example (axum, a pool of desk agents asked per request) driven on
+    /// loopback by N kept-alive connections: requests/s and latency percentiles.
+    HttpLoad(http_load::HttpLoadArgs),
     /// Agents with private state on 2 workers: thread_pool vs work_stealing vs a dedicated
     /// thread per agent (executors-cache-locality).
     Locality(locality::LocalityArgs),

@@ -30,7 +30,7 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    chains, churn, cluster, counting_actor, fan_out, idle_cpu, latency, locality,
+    chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency, locality,
     parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
     state_switch, thread_ring, timers,
 };
@@ -67,6 +67,7 @@ fn main() {
         Command::RequestReply(a) => chains::request_reply_records(&a, runs(5), &machine),
         Command::ChainThroughput(a) => chains::chain_throughput_records(&a, runs(5), &machine),
         Command::IdleCpu(a) => idle_cpu::records(&a, runs(3), &machine),
+        Command::HttpLoad(a) => http_load::records(&a, runs(3), &machine),
         Command::Locality(a) => locality::records(&a, runs(3), &machine),
         Command::Latency(a) => latency::records(&a, runs(1), &machine),
         Command::FanOutGrid(a) => {

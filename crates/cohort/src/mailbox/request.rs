@@ -300,6 +300,15 @@ impl<Reply> fmt::Debug for Responder<Reply> {
 /// env.register_coop(coop).unwrap();
 /// let reply = doubler.request::<u64, u64>(21).wait(Duration::from_secs(5));
 /// assert_eq!(reply, Ok(42));
+///
+/// // From async code, `.await` it: the task parks, no thread blocks (bound the wait with
+/// // the executor's timer).
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+/// let reply = rt.block_on(async {
+///     let asked = doubler.request::<u64, u64>(50);
+///     tokio::time::timeout(Duration::from_secs(5), asked).await
+/// });
+/// assert_eq!(reply, Ok(Ok(100)));
 /// ```
 #[must_use = "a request's reply is only seen by waiting for it or awaiting it"]
 pub struct PendingReply<Reply> {

@@ -1,6 +1,7 @@
 //! The chain itself: a queue under a `Mutex`, the waiters to wake, the drop counters, and
 //! the [`Mchain`] handle with its [`Mbox`] face.
 
+use super::asynch::{Received, Wakers, unlock_and_wake};
 use super::error::MchainError;
 use super::notify::Notify;
 use super::params::{MchainParams, Overflow};
@@ -10,8 +11,9 @@ use crate::mailbox::dead_letter::DeliveryFailure;
 use crate::runtime::env::EnvShared;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Poll, Waker};
 use std::time::Instant;
 
 /// What became of a message a chain accepted.
@@ -65,12 +67,24 @@ struct State {
     closed: bool,
     /// Receivers, selects and blocked senders to wake on any change.
     waiters: Vec<Arc<Notify>>,
+    /// Futures waiting for a message ([`Mchain::recv_async`], [`Mchain::stream`]).
+    recv_wakers: Wakers,
+    /// Futures waiting for room ([`Mchain::send_async`]).
+    send_wakers: Wakers,
 }
 
 impl State {
     fn wake(&self) {
         for w in &self.waiters {
             w.signal();
+        }
+    }
+
+    /// Releases the lock after a send, waking the receiving futures if any wait.
+    #[inline]
+    fn unlock_waking_receivers(st: MutexGuard<'_, Self>) {
+        if st.recv_wakers.any() {
+            unlock_and_wake(st, |s: &mut State| &mut s.recv_wakers);
         }
     }
 }
@@ -95,6 +109,9 @@ pub(crate) struct ChainInner {
     params: MchainParams,
     counters: Counters,
     env: Weak<EnvShared>,
+    /// Live [`Mchain`] handles: the chain closes when the last one is dropped (nobody could
+    /// receive from it any more, save the streams it already gave out).
+    handles: AtomicUsize,
 }
 
 impl ChainInner {
@@ -114,6 +131,16 @@ impl ChainInner {
         if !st.closed && self.is_full(&st) && self.params.wait_on_full.is_some() {
             st = self.wait_for_room(st);
         }
+        self.push_locked(st, msg)
+    }
+
+    /// Queues `msg` now, or applies the overflow reaction to it; releases the lock.
+    #[inline]
+    fn push_locked(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        msg: AnyMessage,
+    ) -> Result<Sent, MchainError> {
         if st.closed {
             drop(st);
             return Err(self.refuse_closed(msg));
@@ -122,6 +149,7 @@ impl ChainInner {
             st.queue.push_back(msg);
             bump(&self.counters.queued);
             st.wake();
+            State::unlock_waking_receivers(st);
             return Ok(Sent::Queued);
         }
         let capacity = self.params.capacity.unwrap_or(usize::MAX);
@@ -137,7 +165,7 @@ impl ChainInner {
                 st.queue.push_back(msg);
                 bump(&self.counters.queued);
                 st.wake();
-                drop(st);
+                State::unlock_waking_receivers(st);
                 bump(&self.counters.removed_oldest);
                 crate::mailbox::request::drop_with_reason(oldest, DeliveryFailure::ChainFull);
                 Ok(Sent::RemovedOldest)
@@ -208,6 +236,7 @@ impl ChainInner {
         st.queue.push_back(msg);
         bump(&self.counters.queued);
         st.wake();
+        State::unlock_waking_receivers(st);
         TryPush::Pushed
     }
 
@@ -215,14 +244,78 @@ impl ChainInner {
         let mut st = self.lock();
         match st.queue.pop_front() {
             Some(m) => {
-                if self.params.capacity.is_some() {
-                    st.wake(); // a blocked sender may go on
-                }
+                self.made_room(st);
                 Pop::Message(m)
             }
             None if st.closed => Pop::Closed,
             None => Pop::Empty,
         }
+    }
+
+    /// After a message was taken out: wakes the senders waiting for room (blocked threads
+    /// and futures), releasing the lock first for the futures.
+    #[inline]
+    fn made_room(&self, st: MutexGuard<'_, State>) {
+        if self.params.capacity.is_some() {
+            st.wake();
+            if st.send_wakers.any() {
+                unlock_and_wake(st, |s: &mut State| &mut s.send_wakers);
+            }
+        }
+    }
+
+    /// A receiving future's poll: the oldest message, or `Closed`, or its waker registered
+    /// (under the lock the look took, so no send between the look and the registration is
+    /// missed).
+    pub(crate) fn poll_pop(&self, slot: &mut Option<u64>, waker: &Waker) -> Poll<Received> {
+        let mut st = self.lock();
+        let got = st.queue.pop_front();
+        if got.is_none() && !st.closed {
+            st.recv_wakers.register(slot, waker);
+            return Poll::Pending;
+        }
+        if slot.is_some() {
+            st.recv_wakers.withdraw(slot);
+        }
+        match got {
+            Some(m) => {
+                self.made_room(st);
+                Poll::Ready(Received::Message(m))
+            }
+            None => Poll::Ready(Received::Closed),
+        }
+    }
+
+    /// A sending future's poll: `msg` sent (or refused) now, or, on a full chain that waits
+    /// for room, its waker registered.
+    pub(crate) fn poll_push(
+        &self,
+        msg: &mut Option<AnyMessage>,
+        slot: &mut Option<u64>,
+        waker: &Waker,
+    ) -> Poll<Result<Sent, MchainError>> {
+        let mut st = self.lock();
+        let Some(m) = msg.take() else {
+            // Polled after completion: the message went already.
+            return Poll::Ready(Ok(Sent::Queued));
+        };
+        if !st.closed && self.is_full(&st) && self.params.wait_on_full.is_some() {
+            st.send_wakers.register(slot, waker);
+            *msg = Some(m);
+            return Poll::Pending;
+        }
+        if slot.is_some() {
+            st.send_wakers.withdraw(slot);
+        }
+        Poll::Ready(self.push_locked(st, m))
+    }
+
+    pub(crate) fn withdraw_recv(&self, slot: &mut Option<u64>) {
+        self.lock().recv_wakers.withdraw(slot);
+    }
+
+    pub(crate) fn withdraw_send(&self, slot: &mut Option<u64>) {
+        self.lock().send_wakers.withdraw(slot);
     }
 
     /// Registers `n` to be signalled on every change; its current generation, read under
@@ -248,7 +341,11 @@ impl ChainInner {
             VecDeque::new()
         };
         st.wake();
+        let recv = std::mem::take(&mut st.recv_wakers);
+        let send = std::mem::take(&mut st.send_wakers);
         drop(st);
+        recv.wake_all();
+        send.wake_all();
         self.counters
             .dropped_on_close
             .fetch_add(dropped.len() as u64, Ordering::Relaxed);
@@ -285,7 +382,6 @@ impl ChainInner {
 /// assert_eq!((r.handled, r.stop), (10, StopReason::Closed));
 /// assert_eq!(sum, 45);
 /// ```
-#[derive(Clone)]
 pub struct Mchain {
     pub(crate) inner: Arc<ChainInner>,
     mbox: Mbox,
@@ -329,10 +425,13 @@ impl Mchain {
                 queue,
                 closed: false,
                 waiters: Vec::new(),
+                recv_wakers: Wakers::default(),
+                send_wakers: Wakers::default(),
             }),
             params,
             counters: Counters::default(),
             env,
+            handles: AtomicUsize::new(1),
         });
         let mbox = Mbox::custom(ChainMbox(inner.clone()));
         Ok(Self { inner, mbox })
@@ -397,10 +496,13 @@ impl Mchain {
         self.len() == 0
     }
 
-    /// Number of threads waiting on this chain right now (receivers, selects, senders
-    /// blocked on a full chain): for diagnostics and tests.
+    /// Number of threads and futures waiting on this chain right now (receivers, selects,
+    /// senders blocked on a full chain, futures of [`recv_async`](Mchain::recv_async),
+    /// [`stream`](Mchain::stream) and [`send_async`](Mchain::send_async) that found nothing
+    /// to do): for diagnostics and tests.
     pub fn waiters(&self) -> usize {
-        self.inner.lock().waiters.len()
+        let st = self.inner.lock();
+        st.waiters.len() + st.recv_wakers.len() + st.send_wakers.len()
     }
 
     /// The bound, if any.
@@ -420,6 +522,26 @@ impl Mchain {
             refused_closed: l(&c.refused_closed),
             dropped_on_close: l(&c.dropped_on_close),
             unhandled: l(&c.unhandled),
+        }
+    }
+}
+
+impl Clone for Mchain {
+    fn clone(&self) -> Self {
+        self.inner.handles.fetch_add(1, Ordering::Relaxed);
+        Self {
+            inner: self.inner.clone(),
+            mbox: self.mbox.clone(),
+        }
+    }
+}
+
+impl Drop for Mchain {
+    /// The last handle closes the chain, keeping its content for the streams still reading
+    /// it; later sends through its mailbox become counted dead letters.
+    fn drop(&mut self) {
+        if self.inner.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.close(false);
         }
     }
 }

@@ -10,7 +10,11 @@
 //!   `[`Handlers`]`)`; wait on several chains with [`select`] and [`receive_case`] /
 //!   [`send_case`].
 //! - Close with [`Mchain::close_retain_content`] or [`Mchain::close_drop_content`]: waiting
-//!   receivers wake ([`StopReason::Closed`] once drained), waiting senders fail.
+//!   receivers wake ([`StopReason::Closed`] once drained), waiting senders fail. Dropping
+//!   the last [`Mchain`] handle closes the chain too (keeping its content).
+//! - Async code awaits instead of blocking: [`Mchain::recv_async`] ([`Received`]),
+//!   [`Mchain::stream`] (a `futures_core::Stream`), [`Mchain::send_async`] (waits for room
+//!   without blocking a thread). Any executor: a `Waker` is all they use.
 //!
 //! An agent reporting to a plain thread through a bounded chain:
 //!
@@ -52,6 +56,7 @@
 //! The chain is a `VecDeque` under a `std::sync::Mutex`; waiting threads sleep on a
 //! `Condvar` of their own that every chain they wait on signals (see `notify.rs`).
 
+mod asynch;
 mod chain;
 mod error;
 mod handlers;
@@ -59,6 +64,7 @@ mod notify;
 mod params;
 mod receive;
 
+pub use asynch::{MchainStream, Received, RecvAsync, SendAsync};
 pub use chain::{Mchain, MchainStats, Sent};
 pub use error::MchainError;
 pub use handlers::Handlers;
