@@ -219,7 +219,8 @@ public final class Main {
     } catch (WrongResult e) {
       System.out.println(head + ",\"ok\":false,\"error\":" + json(e.getMessage()) + "}");
       return 1;
-    } catch (Exception e) {
+    } catch (Throwable e) {
+      // A crash (an exception, or an error such as running out of heap) is a failed run.
       System.out.println(head + ",\"ok\":false,\"error\":" + json(e.toString()) + "}");
       return 1;
     }

@@ -243,12 +243,29 @@ final class RemotePingPong {
   }
 
   @SuppressWarnings("unchecked")
-  static Result round(ActorSystem<Object> system, ActorRef<Wire.Msg>[] echoes, int clients,
-      long pings, long inFlight, boolean latency, long[] t0) throws Exception {
+  static Result round(ActorSystem<Object> system, Child child, ActorRef<Wire.Msg>[] echoes,
+      int clients, long pings, long inFlight, boolean latency, long[] t0) throws Exception {
     CompletableFuture<Result> out = new CompletableFuture<>();
     t0[0] = System.nanoTime();
     system.tell(new Round(echoes, clients, pings, inFlight, latency, out));
-    Result r = Systems.await(out, "the remote ping-pong round of " + clients + " clients");
+    long deadline = System.nanoTime() + Systems.LIMIT.toNanos();
+    // Waits for the round, failing at once when the echo JVM dies mid-run.
+    while (!out.isDone()) {
+      if (!child.process.isAlive()) {
+        throw new Main.WrongResult("the server JVM exited mid-run with status "
+            + child.process.exitValue());
+      }
+      if (System.nanoTime() > deadline) {
+        throw new Main.WrongResult("the remote ping-pong round of " + clients
+            + " clients did not finish within " + Systems.LIMIT.toSeconds() + " s");
+      }
+      try {
+        out.get(50, TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        // Not done yet.
+      }
+    }
+    Result r = out.get();
     Main.check("pongs received", r.received(), clients * pings);
     return r;
   }
@@ -272,9 +289,9 @@ final class RemotePingPong {
         long[] t0 = {0};
         // JIT warm-up, and the connection's handshake: untimed rounds at a fifth of the size.
         for (long w = 0; w < z.get("warmups"); w++) {
-          round(system, echoes, clients, Math.max(1, pings / 5), inFlight, latency, t0);
+          round(system, child, echoes, clients, Math.max(1, pings / 5), inFlight, latency, t0);
         }
-        Result r = round(system, echoes, clients, pings, inFlight, latency, t0);
+        Result r = round(system, child, echoes, clients, pings, inFlight, latency, t0);
         if (latency) {
           long[] l = r.latencies();
           Main.check("round trips timed", l.length, pings);
