@@ -1,5 +1,5 @@
 //! `cohort-bench compare`: the same scenarios on cohort and on its peers (actix, kameo, ractor,
-//! CAF; their ports live in peers/), in one run on one machine.
+//! CAF, Pekko; their ports live in peers/), in one run on one machine.
 //!
 //! It builds what is missing (the Rust peers with cargo, the CAF port with cmake when
 //! libcaf-dev is installed), then runs, per scenario, every framework once per round, in turn
@@ -10,7 +10,9 @@
 
 mod chart;
 mod peers;
+mod pekko;
 mod plan;
+mod remote;
 mod results;
 mod runner;
 
@@ -36,8 +38,8 @@ pub struct CompareArgs {
     /// Also draw a bar chart to this file (.svg or .png).
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
-    /// Only these frameworks besides cohort (comma-separated: actix,kameo,ractor,caf).
-    #[arg(long, value_delimiter = ',', value_parser = ["actix", "kameo", "ractor", "caf"])]
+    /// Only these frameworks besides cohort (comma-separated: actix,kameo,ractor,caf,pekko).
+    #[arg(long, value_delimiter = ',', value_parser = ["actix", "kameo", "ractor", "caf", "pekko"])]
     only: Vec<String>,
     /// The cargo profile the Rust peers are built with (`ci` builds fast, for smoke tests).
     #[arg(long, value_enum, default_value_t = PeerProfile::Release)]
@@ -89,7 +91,8 @@ pub fn run(args: &CompareArgs, runs: Option<usize>, format: Format, machine: &Ma
         .clone()
         .unwrap_or_else(peers::default_peers_dir);
     let frameworks = peers::frameworks(&dir, args.peer_profile, &args.only);
-    let cases = plan::cases(size);
+    let mut cases = plan::cases(size);
+    cases.extend(remote::cases(size));
     let rows = measure(
         &cases,
         &frameworks,
@@ -130,17 +133,23 @@ fn measure(
     rounds: usize,
     limit: Duration,
 ) -> Vec<Row> {
-    let ready = frameworks
+    let runs = cases
         .iter()
+        .flat_map(|c| frameworks.iter().filter(move |f| remote::runs(c, f.name)))
         .filter(|f| matches!(f.status, Availability::Ready { .. }))
         .count();
-    let bar = ProgressBar::new((cases.len() * rounds * ready) as u64);
+    let bar = ProgressBar::new((runs * rounds) as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
             .expect("valid template"),
     );
     let mut rows = Vec::new();
     for case in cases {
+        // A framework without a port of the case has no cell in its row.
+        let frameworks: Vec<&peers::Framework> = frameworks
+            .iter()
+            .filter(|f| remote::runs(case, f.name))
+            .collect();
         let mut cells: Vec<Cell> = frameworks
             .iter()
             .map(|f| Cell {
@@ -168,7 +177,7 @@ fn measure(
                     argv.extend(case.cohort.iter().cloned());
                     argv.extend(["--runs".into(), "1".into(), "--json".into()]);
                     runner::output_of(program, &argv, limit)
-                        .and_then(|out| runner::cohort_elapsed(&out, case.messages))
+                        .and_then(|out| remote::cohort_elapsed(case, &out))
                 } else {
                     argv.extend(case.peer.iter().cloned());
                     runner::output_of(program, &argv, limit)

@@ -66,7 +66,7 @@ fn tail(out: &std::process::Output) -> String {
     lines[start..lines.len().min(start + 3)].join(" | ")
 }
 
-fn run_build(cmd: &mut Command) -> Result<(), String> {
+pub(super) fn run_build(cmd: &mut Command) -> Result<(), String> {
     let shown = format!("{cmd:?}");
     match cmd.output() {
         Ok(out) if out.status.success() => Ok(()),
@@ -185,6 +185,9 @@ pub fn frameworks(dir: &Path, profile: PeerProfile, only: &[String]) -> Vec<Fram
     }
     if wanted("caf") {
         out.push(caf(dir));
+    }
+    if wanted("pekko") {
+        out.push(super::pekko::framework(dir));
     }
     out
 }
