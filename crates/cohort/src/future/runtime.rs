@@ -50,7 +50,9 @@ impl AsyncRuntime {
 
     /// The handle to spawn on, starting the embedded runtime on first use.
     pub(crate) fn handle(&self) -> Result<&Handle, AsyncError> {
-        if let Some(h) = self.handle.get() {
+        if let Some(h) = self.handle.get()
+            && !self.is_stopped()
+        {
             return Ok(h);
         }
         // The lock orders a start against `shutdown`: no runtime starts after it.
