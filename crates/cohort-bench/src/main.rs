@@ -30,9 +30,9 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    chains, cluster, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring,
-    ping_pong, producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring,
-    timers,
+    async_interop, chains, cluster, counting_actor, fan_out, idle_cpu, latency, locality,
+    parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
+    state_switch, thread_ring, timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
@@ -64,6 +64,8 @@ fn main() {
         }
         Command::Timers(a) => timers::records(&a, runs(3), &machine),
         Command::RequestReply(a) => chains::request_reply_records(&a, runs(5), &machine),
+        Command::SpawnDeliver(a) => async_interop::spawn_deliver_records(&a, runs(5), &machine),
+        Command::AsyncAsk(a) => async_interop::async_ask_records(&a, runs(5), &machine),
         Command::ChainThroughput(a) => chains::chain_throughput_records(&a, runs(5), &machine),
         Command::IdleCpu(a) => idle_cpu::records(&a, runs(3), &machine),
         Command::Locality(a) => locality::records(&a, runs(3), &machine),
