@@ -50,8 +50,9 @@ impl FutureTable {
         let entry = shard.entry(agent).or_default();
         entry.next_id += 1;
         let id = entry.next_id;
-        entry.running.insert(id, spawn(id));
+        // Counted before it starts: whoever sees it running sees it counted.
         self.in_flight.fetch_add(1, Relaxed);
+        entry.running.insert(id, spawn(id));
         id
     }
 
