@@ -2,7 +2,7 @@
 //! the output format). Each scenario's own flags live with its records in `commands/`.
 
 use crate::commands::{
-    chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency, locality,
+    async_interop, chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency, locality,
     parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
     state_switch, thread_ring, timers,
 };
@@ -80,6 +80,10 @@ pub enum Command {
     Timers(timers::TimersArgs),
     /// Request/reply round trips from a plain thread to an agent (latency percentiles).
     RequestReply(chains::RequestReplyArgs),
+    /// Agents spawn trivial futures and handle their outputs (issue 27): completions/s, peak RSS.
+    SpawnDeliver(async_interop::SpawnDeliverArgs),
+    /// One agent asks another without blocking, the reply an event of the asker (issue 27).
+    AsyncAsk(async_interop::AsyncAskArgs),
     /// Integers thread -> agent -> message chain -> thread.
     ChainThroughput(chains::ChainThroughputArgs),
     /// CPU used by an idle environment with every dispatcher started (target < 1 %).

@@ -30,7 +30,7 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency, locality,
+    async_interop, chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency, locality,
     parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
     state_switch, thread_ring, timers,
 };
@@ -65,6 +65,8 @@ fn main() {
         }
         Command::Timers(a) => timers::records(&a, runs(3), &machine),
         Command::RequestReply(a) => chains::request_reply_records(&a, runs(5), &machine),
+        Command::SpawnDeliver(a) => async_interop::spawn_deliver_records(&a, runs(5), &machine),
+        Command::AsyncAsk(a) => async_interop::async_ask_records(&a, runs(5), &machine),
         Command::ChainThroughput(a) => chains::chain_throughput_records(&a, runs(5), &machine),
         Command::IdleCpu(a) => idle_cpu::records(&a, runs(3), &machine),
         Command::HttpLoad(a) => http_load::records(&a, runs(3), &machine),

@@ -1,8 +1,9 @@
 //! The suite runner: a plan is a list of steps, each a scenario subcommand with its flags.
 
 use crate::commands::{
-    chains, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring, ping_pong,
-    producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring, timers,
+    async_interop, chains, counting_actor, fan_out, idle_cpu, latency, locality,
+    parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
+    state_switch, thread_ring, timers,
 };
 use crate::machine::Machine;
 use crate::report::Record;
@@ -24,6 +25,8 @@ pub enum Step {
     Timers(timers::TimersArgs),
     RequestReply(chains::RequestReplyArgs),
     ChainThroughput(chains::ChainThroughputArgs),
+    SpawnDeliver(async_interop::SpawnDeliverArgs),
+    AsyncAsk(async_interop::AsyncAskArgs),
     IdleCpu(idle_cpu::IdleCpuArgs),
     Locality(locality::LocalityArgs),
     /// A latency pipeline: runs once whatever the suite's --runs (a run is itself a
@@ -98,6 +101,14 @@ pub fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
             Step::ChainThroughput(a) => {
                 bar.set_message(format!("chain-throughput {}", a.placement.label()));
                 out.extend(chains::chain_throughput_records(a, runs, machine));
+            }
+            Step::SpawnDeliver(a) => {
+                bar.set_message("spawn-deliver");
+                out.extend(async_interop::spawn_deliver_records(a, runs, machine));
+            }
+            Step::AsyncAsk(a) => {
+                bar.set_message("async-ask");
+                out.extend(async_interop::async_ask_records(a, runs, machine));
             }
             Step::IdleCpu(a) => {
                 bar.set_message(format!("idle-cpu {} s", a.seconds));

@@ -133,3 +133,16 @@ pub const REPLY_SPIN: std::time::Duration = std::time::Duration::ZERO;
 ///
 /// [`DeliveryFailure::RedirectLoop`]: crate::DeliveryFailure::RedirectLoop
 pub const MAX_REDIRECT_DEPTH: usize = 32;
+
+/// Worker threads of the tokio runtime an environment starts for its agents' futures when
+/// the application gives none ([`EnvironmentBuilder::async_threads`](crate::EnvironmentBuilder::async_threads)):
+/// one. Agents' futures mostly wait on I/O and hand their output back to the agents' own
+/// dispatchers, so one thread keeps up, and it takes no core from the dispatchers.
+pub const ASYNC_THREADS: usize = 1;
+
+/// The name of the embedded tokio runtime's threads (how to find them in `top -H`).
+pub const ASYNC_THREAD_NAME: &str = "cohort-async";
+
+/// How long stopping an environment waits for its embedded tokio runtime's threads to end:
+/// its futures are cancelled by then, so this only bounds a future whose drop blocks.
+pub const ASYNC_SHUTDOWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

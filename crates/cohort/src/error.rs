@@ -238,3 +238,30 @@ pub enum LaunchError {
     #[error("the init function failed: {0}")]
     Init(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
+
+/// Running a future for an agent, or asking another agent without blocking, was refused.
+#[derive(Debug, Clone, Copy, thiserror::Error, PartialEq, Eq)]
+pub enum AsyncError {
+    /// The agent's cooperation has begun to deregister (or the agent has finished): nothing
+    /// it starts now could deliver to it.
+    #[error(
+        "the agent is finishing (its cooperation is deregistering): spawn futures and ask only from an agent that runs"
+    )]
+    AgentFinishing,
+    /// The environment has stopped: its tokio runtime is shut down.
+    #[error(
+        "the environment has stopped and its async runtime is shut down: spawn while the environment runs"
+    )]
+    EnvironmentStopped,
+    /// Asking from `define`: the agent takes no event before it starts.
+    #[error("cannot ask from `define`: ask from `start` or a handler")]
+    AskInDefine,
+    /// An ask with a zero timeout could never be answered in time.
+    #[error("an ask with a zero timeout can never get its reply: give a positive timeout")]
+    ZeroTimeout,
+    /// The embedded runtime needs at least one worker thread.
+    #[error(
+        "the embedded async runtime needs at least one thread: pass a positive count to `async_threads`"
+    )]
+    ZeroThreads,
+}

@@ -57,6 +57,7 @@ mod agent;
 pub mod defaults;
 pub mod dispatcher;
 mod error;
+pub mod future;
 mod mailbox;
 pub mod mchain;
 mod message;
@@ -78,8 +79,10 @@ pub use dispatcher::{
     WorkStealingHandle,
 };
 pub use error::{
-    BindError, DispatcherError, LaunchError, LimitError, RegisterError, SendError, SubscribeError,
+    AsyncError, BindError, DispatcherError, LaunchError, LimitError, RegisterError, SendError,
+    SubscribeError,
 };
+pub use future::{Ask, FutureId, Spawn};
 pub use mailbox::custom::{AnyMessage, CustomMbox};
 pub use mailbox::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use mailbox::limits::MessageLimits;

@@ -24,6 +24,12 @@ pub struct RuntimeStats {
     pub named_mailboxes: usize,
     /// Active timers: scheduled, and neither fired for the last time nor cancelled.
     pub timers: usize,
+    /// Futures spawned by agents ([`Context::spawn`](crate::Context::spawn)) and neither
+    /// delivered nor cancelled yet.
+    pub futures: usize,
+    /// Futures cancelled so far because their agent finished (or the environment stopped)
+    /// before their output was handled.
+    pub futures_cancelled: u64,
     /// Dead letters so far.
     pub dead_letters: u64,
     /// Panics caught so far.
@@ -179,6 +185,7 @@ pub(crate) fn export(s: &RuntimeStats) {
     metrics::gauge!("cohort_agents").set(s.agents as f64);
     metrics::gauge!("cohort_named_mailboxes").set(s.named_mailboxes as f64);
     metrics::gauge!("cohort_timers").set(s.timers as f64);
+    metrics::gauge!("cohort_futures").set(s.futures as f64);
     metrics::counter!("cohort_dead_letters_total").absolute(s.dead_letters);
     metrics::counter!("cohort_panics_total").absolute(s.panics);
     for d in &s.dispatchers {

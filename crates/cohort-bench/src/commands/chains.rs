@@ -1,6 +1,6 @@
 //! The `request-reply` and `chain-throughput` subcommands: their flags and records.
 
-use super::{merge, params, sampled};
+use super::{merge, params, round_trip_metrics, sampled};
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::scenarios::{Placement, chains};
@@ -37,16 +37,7 @@ pub fn request_reply_records(a: &RequestReplyArgs, runs: usize, machine: &Machin
     ));
     sampled("request-reply", &variant, &p, runs, machine, || {
         let o = chains::request_reply_once(a.count, spin, a.placement)?;
-        let q = |q: f64| o.latency.value_at_quantile(q) as f64;
-        Ok(vec![
-            (
-                "round_trips_per_s",
-                o.count as f64 / o.elapsed.as_secs_f64(),
-            ),
-            ("latency_ns_p50", q(0.5)),
-            ("latency_ns_p99", q(0.99)),
-            ("latency_ns_p999", q(0.999)),
-        ])
+        Ok(round_trip_metrics(o.count, o.elapsed, &o.latency))
     })
 }
 

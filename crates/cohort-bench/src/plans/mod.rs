@@ -3,6 +3,7 @@
 
 pub mod sobjectizer_grids;
 
+use crate::commands::async_interop::{AsyncAskArgs, SpawnDeliverArgs};
 use crate::commands::chains::{ChainThroughputArgs, RequestReplyArgs};
 use crate::commands::counting_actor::CountingActorArgs;
 use crate::commands::fan_out::FanOutArgs;
@@ -155,6 +156,7 @@ pub fn quick() -> Vec<Step> {
     );
     plan.push(timers_step(100_000, 200, 1000));
     plan.extend(chain_steps(20_000, 200_000));
+    plan.extend(async_steps(100_000, 20_000));
     plan.push(Step::RemotePingPong(remote_ping_pong::quick_args()));
     plan
 }
@@ -175,6 +177,23 @@ fn chain_steps(requests: u64, messages: u64) -> Vec<Step> {
         }));
     }
     plan
+}
+
+/// Agents' futures and asks: `futures` spawned and delivered, `asks` on one and two threads.
+fn async_steps(futures: u64, asks: u64) -> Vec<Step> {
+    vec![
+        Step::SpawnDeliver(SpawnDeliverArgs {
+            count: futures,
+            agents: 4,
+            in_flight: 256,
+            async_threads: 1,
+        }),
+        Step::AsyncAsk(AsyncAskArgs {
+            count: asks,
+            threads: vec![1, 2],
+            timeout_ms: 1000,
+        }),
+    ]
 }
 
 /// 1:N massive sends with idle workers, for each (workers, messages) on each dispatcher
@@ -238,6 +257,7 @@ pub fn full() -> Vec<Step> {
     ));
     plan.push(timers_step(1_000_000, 1000, 3000));
     plan.extend(chain_steps(200_000, 2_000_000));
+    plan.extend(async_steps(1_000_000, 200_000));
     plan.push(Step::Locality(locality::locality_plan(false)));
     plan.extend(latency::full_runs().into_iter().map(Step::Latency));
     plan.extend(sobjectizer_grids::skynets(

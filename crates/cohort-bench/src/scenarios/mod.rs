@@ -1,5 +1,6 @@
 //! The benchmark scenarios, one module each, and where their agents run.
 
+pub mod async_interop;
 pub mod chains;
 pub mod churn;
 pub mod cluster;

@@ -145,3 +145,35 @@ fn reject(cell: &DynCell, mbox: MboxId, msg: Envelope) {
     };
     header.dead_letter_at(msg, why, mbox, cell.mbox_id())
 }
+
+/// Queues `msg`, an event the runtime owes the agent `to` (a future's output, an ask's
+/// outcome), past its message limits; gives it back if the agent no longer takes messages.
+pub(crate) fn deliver_event(to: &Arc<DynCell>, msg: Envelope) -> Result<(), Envelope> {
+    let cell: &DynCell = to;
+    let header = &cell.header;
+    if header.status() != ACTIVE {
+        return Err(msg);
+    }
+    let mbox = cell.mbox_id();
+    if trace::on() {
+        header
+            .env
+            .trace_step(TraceStep::Queued, &msg, Some(mbox), Some(mbox));
+    }
+    // SAFETY: the status was `ACTIVE` (acquire), so the queue is bound.
+    let queue = unsafe { header.queue() };
+    if let Some(local) = queue.local() {
+        let agent = NonNull::from(cell);
+        local.push_with(|| Demand::Message {
+            // SAFETY: we run the agent's queue and saw it `ACTIVE` (as in `deliver`).
+            agent: unsafe { AgentRef::borrowed_ptr(agent, mbox) },
+            msg,
+        })
+    } else {
+        queue.push_remote_with(|lend| Demand::Message {
+            agent: to.remote_ref(lend, mbox),
+            msg,
+        })
+    }
+    Ok(())
+}

@@ -10,6 +10,6 @@ pub(crate) mod limits;
 pub(crate) mod multi_consumer;
 pub(crate) mod request;
 
-pub(crate) use deliver::{ItSelf, deliver};
+pub(crate) use deliver::{ItSelf, deliver, deliver_event};
 pub(crate) use handle::{IndirectMbox, WeakMbox};
 pub use handle::{Mbox, MboxId};

@@ -126,8 +126,16 @@ impl<Reply> Slot<Reply> {
     }
 }
 
+/// Where the outcome of a request goes when the asker does not wait for it.
+pub(crate) trait ReplyHook<Reply>: Send + Sync {
+    /// The reply, or why there is none; called at most once per request.
+    fn complete(&self, outcome: Result<Reply, RequestError>);
+}
+
 enum ReplyTo<Reply> {
     Slot(Arc<Slot<Reply>>),
+    /// Whoever asked wants the outcome handed to it (an agent's non-blocking ask).
+    Hook(Arc<dyn ReplyHook<Reply>>),
     /// A mailbox and the function that sends a `Reply` to it (instantiated where
     /// `Reply: Sync` is known).
     Mbox(Mbox, fn(&Mbox, Reply)),
@@ -166,6 +174,11 @@ impl<Req, Reply> Request<Req, Reply> {
         }
     }
 
+    /// A request whose outcome goes to `hook`.
+    pub(crate) fn with_hook(req: Req, hook: Arc<dyn ReplyHook<Reply>>) -> Self {
+        Self::new(req, ReplyTo::Hook(hook))
+    }
+
     fn take_target(&self) -> Option<ReplyTo<Reply>> {
         self.to.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
@@ -198,13 +211,16 @@ impl<Reply> ReplyTo<Reply> {
     fn send(self, reply: Reply) {
         match self {
             ReplyTo::Slot(s) => s.complete(Ok(reply)),
+            ReplyTo::Hook(h) => h.complete(Ok(reply)),
             ReplyTo::Mbox(m, send) => send(&m, reply),
         }
     }
 
     fn fail(self) {
-        if let ReplyTo::Slot(s) = self {
-            s.complete(Err(current_drop_error()));
+        match self {
+            ReplyTo::Slot(s) => s.complete(Err(current_drop_error())),
+            ReplyTo::Hook(h) => h.complete(Err(current_drop_error())),
+            ReplyTo::Mbox(..) => {}
         }
     }
 }

@@ -68,7 +68,7 @@
 mod heap;
 mod queue;
 mod service;
-mod task;
+pub(crate) mod task;
 mod wheel;
 
 pub use queue::TimerQueue;
@@ -264,7 +264,8 @@ impl fmt::Debug for TimerHandle {
 }
 
 impl Environment {
-    fn schedule(&self, delay: Duration, task: Arc<dyn Task>) -> TimerId {
+    /// Schedules `task` to fire once `delay` from now.
+    pub(crate) fn schedule(&self, delay: Duration, task: Arc<dyn Task>) -> TimerId {
         let service = &self.shared().timers;
         match service.schedule(delay, task.clone()) {
             Ok(()) => TimerId {

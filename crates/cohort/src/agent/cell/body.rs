@@ -200,6 +200,13 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     fn start(&mut self, this: NonNull<DynCell>) {
         // SAFETY: the cell is alive and we run its queue.
         unsafe { this.as_ref().header.set_started() };
+        // SAFETY: the cell is alive while its demands run.
+        let cell = unsafe { this.as_ref() };
+        // SAFETY: we run the agent's queue, the only thread that touches the flag now.
+        if unsafe { *cell.header.spawned.get() } {
+            // Futures spawned in `define` start now, so that their output comes after this.
+            crate::future::start_deferred(cell);
+        }
         if self.subs.pending() {
             // Hooks of a switch made in `define`.
             self.run_effects(this);
@@ -225,6 +232,13 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     }
 
     fn finish(&mut self, this: NonNull<DynCell>) {
+        // SAFETY: the cell is alive while its demands run.
+        let cell = unsafe { this.as_ref() };
+        // SAFETY: we run the agent's queue, the only thread that touches the flag now.
+        if unsafe { *cell.header.spawned.get() } {
+            // No future's output is handled after `finish`: cancel them first.
+            crate::future::cancel_all(cell);
+        }
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| agent.finish(&mut ctx)));

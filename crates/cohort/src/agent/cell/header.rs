@@ -34,6 +34,10 @@ pub(crate) struct Header {
     /// The agent value has been dropped (after `finish`, or when its registration failed).
     /// Touched by whoever has exclusive access to the body.
     pub(super) agent_dropped: UnsafeCell<bool>,
+    /// The agent has spawned a future ([`Context::spawn`](crate::Context::spawn)): its start
+    /// and finish look for its futures. Touched only by the thread that runs the agent (or
+    /// registers it, in `define`).
+    pub(crate) spawned: UnsafeCell<bool>,
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
     /// only after observing `ACTIVE` or later (acquire).
     queue: UnsafeCell<Option<Arc<EventQueue>>>,
@@ -49,6 +53,7 @@ impl Header {
             started: UnsafeCell::new(false),
             panic_reaction: UnsafeCell::new(None),
             agent_dropped: UnsafeCell::new(false),
+            spawned: UnsafeCell::new(false),
             queue: UnsafeCell::new(None),
             env: EnvRef::new(env),
         }

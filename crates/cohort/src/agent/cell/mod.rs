@@ -70,6 +70,10 @@ impl DynCell {
     pub(crate) unsafe fn release_agent(&self) {
         // SAFETY: exclusive access (caller).
         unsafe {
+            if *self.header.spawned.get() {
+                // Futures spawned in `define` of a cooperation that will never run.
+                crate::future::cancel_all(self);
+            }
             if !*self.header.agent_dropped.get() {
                 *self.header.agent_dropped.get() = true;
                 let body = &mut *self.body.get();

@@ -10,9 +10,10 @@ use crate::agent::cell::{AgentBody, DynCell};
 use crate::agent::subscription::{HANDLE, SUPPRESS, Subscriptions};
 use crate::agent::{Agent, Context};
 use crate::defaults::MAX_STATE_TRANSFERS;
+use crate::future::completion::Completion;
 use crate::mailbox::MboxId;
 use crate::mailbox::dead_letter::DeliveryFailure;
-use crate::message::Envelope;
+use crate::message::{Envelope, Mutable};
 use std::any::TypeId;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
@@ -49,10 +50,14 @@ impl<A: Agent> AgentBody<A> {
     pub(crate) fn handle_unmatched(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
         // SAFETY: the cell is alive while its demands run.
         let header = unsafe { &this.as_ref().header };
+        let key = msg.key();
+        if key == TypeId::of::<Mutable<Completion<A>>>() {
+            // A future's output or an ask's outcome: no subscription, it runs in any state.
+            return self.run_completion(this, msg);
+        }
         if self.subs.machine.is_none() {
             return header.dead_letter(msg, DeliveryFailure::NoHandler);
         }
-        let key = msg.key();
         if key == TypeId::of::<StateTimeout>() {
             // SAFETY: the key says the envelope holds a `StateTimeout`.
             let timeout = *unsafe { msg.get::<StateTimeout>() };

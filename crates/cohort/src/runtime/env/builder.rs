@@ -60,6 +60,8 @@ pub struct EnvironmentBuilder {
     worker_spin: Duration,
     timer_queue: crate::timer::TimerQueue,
     message_tracing: Option<MessageTracing>,
+    /// Where agents' futures run.
+    futures: crate::future::RuntimeChoice,
     /// The default dispatcher, if not a `one_thread` (the test kit's threadless one).
     default_dispatcher: Option<Arc<dyn DispatcherCore>>,
 }
@@ -73,6 +75,7 @@ impl Default for EnvironmentBuilder {
             worker_spin: defaults::WORKER_SPIN,
             timer_queue: defaults::TIMER_QUEUE,
             message_tracing: None,
+            futures: crate::future::RuntimeChoice::default(),
             default_dispatcher: None,
         }
     }
@@ -120,6 +123,43 @@ impl EnvironmentBuilder {
     pub fn message_tracing(mut self, tracing: MessageTracing) -> Self {
         self.message_tracing = Some(tracing);
         self
+    }
+
+    /// Runs agents' futures ([`Context::spawn`](crate::Context::spawn)) on the application's
+    /// tokio runtime: the environment neither starts nor stops one. Default: a runtime of
+    /// its own, started on first use (see [`async_threads`](Self::async_threads)).
+    ///
+    /// ```
+    /// let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+    /// let env = cohort::Environment::builder()
+    ///     .tokio_handle(rt.handle().clone())
+    ///     .start()
+    ///     .unwrap();
+    /// # drop(env);
+    /// ```
+    pub fn tokio_handle(mut self, handle: tokio::runtime::Handle) -> Self {
+        self.futures = crate::future::RuntimeChoice::Handle(handle);
+        self
+    }
+
+    /// The worker threads of the tokio runtime the environment starts, on the first future
+    /// an agent spawns, when no [`tokio_handle`](Self::tokio_handle) is given; it stops with
+    /// the environment. Default: [`defaults::ASYNC_THREADS`].
+    ///
+    /// Errors: [`AsyncError::ZeroThreads`](crate::AsyncError::ZeroThreads) for zero.
+    ///
+    /// ```
+    /// let env = cohort::Environment::builder().async_threads(2)?.start()?;
+    /// # drop(env);
+    /// assert!(cohort::Environment::builder().async_threads(0).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn async_threads(mut self, threads: usize) -> Result<Self, crate::AsyncError> {
+        if threads == 0 {
+            return Err(crate::AsyncError::ZeroThreads);
+        }
+        self.futures = crate::future::RuntimeChoice::Embedded(threads);
+        Ok(self)
     }
 
     /// Makes `core` the default dispatcher instead of a `one_thread` one.
@@ -184,6 +224,7 @@ impl EnvironmentBuilder {
             stats_thread: Mutex::new(None),
             timers: crate::timer::TimerService::new(self.timer_queue),
             tracer: RwLock::new(None),
+            futures: crate::future::AsyncRuntime::new(self.futures),
             unique_named: Mutex::new(std::collections::HashMap::new()),
         });
         if let Some(t) = self.message_tracing {

@@ -57,6 +57,8 @@ pub(crate) struct EnvShared {
     pub(super) group_names: Mutex<std::collections::HashMap<String, (usize, String)>>,
     /// Named unique-subscribers mailboxes alive (a namespace of their own).
     pub(super) unique_named: Mutex<MboxNames>,
+    /// The tokio runtime agents' futures run on (started on first use) and their table.
+    pub(crate) futures: crate::future::AsyncRuntime,
     /// The message tracer, while tracing is on (see [`crate::trace`]).
     pub(super) tracer: RwLock<Option<Arc<MessageTracing>>>,
 }
@@ -198,6 +200,8 @@ impl EnvShared {
         for d in &ds {
             d.join();
         }
+        // Every agent has finished (its futures cancelled): the embedded runtime stops.
+        self.futures.shutdown();
         // Break the root <-> environment cycle.
         let root = self.root.lock().unwrap_or_else(|e| e.into_inner()).take();
         drop(root);

@@ -29,6 +29,8 @@ impl EnvShared {
             agents: self.agents.load(Ordering::Relaxed),
             named_mailboxes: self.named_count(),
             timers: self.timers.active(),
+            futures: self.futures.table.in_flight(),
+            futures_cancelled: self.futures.table.cancelled(),
             dead_letters: self.dead_letters.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
             dispatchers,

@@ -1,0 +1,94 @@
+//! The `spawn-deliver` and `async-ask` subcommands: their flags and records.
+
+use super::{params, round_trip_metrics, sampled};
+use crate::machine::Machine;
+use crate::report::Record;
+use crate::rss;
+use crate::scenarios::async_interop;
+use clap::Args;
+use serde_json::json;
+use std::time::Duration;
+
+/// `spawn-deliver` flags.
+#[derive(Args, Clone)]
+pub struct SpawnDeliverArgs {
+    /// Futures spawned (and outputs handled) in all.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub count: u64,
+    /// Agents spawning them, all on the default dispatcher's thread.
+    #[arg(long, default_value_t = 4)]
+    pub agents: u64,
+    /// Futures each agent keeps running at once.
+    #[arg(long = "in-flight", default_value_t = 256)]
+    pub in_flight: u64,
+    /// Worker threads of the environment's embedded tokio runtime.
+    #[arg(long = "async-threads", default_value_t = 1)]
+    pub async_threads: usize,
+}
+
+/// Runs `spawn-deliver` `runs` times: completions per second and peak RSS.
+pub fn spawn_deliver_records(a: &SpawnDeliverArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let variant = format!(
+        "{} agents on one_thread, {} in flight each, embedded runtime of {} thread(s)",
+        a.agents, a.in_flight, a.async_threads
+    );
+    let p = params(json!({
+        "count": a.count,
+        "agents": a.agents,
+        "in_flight": a.in_flight,
+        "async_threads": a.async_threads,
+    }));
+    sampled("spawn-deliver", &variant, &p, runs, machine, || {
+        let can_reset = rss::reset_peak();
+        let o = async_interop::spawn_deliver_once(a.count, a.agents, a.in_flight, a.async_threads)?;
+        let mut m = vec![(
+            "completions_per_s",
+            o.count as f64 / o.elapsed.as_secs_f64(),
+        )];
+        if let (true, Some(b)) = (can_reset, rss::peak_bytes()) {
+            m.push(("peak_rss_mib", b as f64 / (1024.0 * 1024.0)));
+        }
+        Ok(m)
+    })
+}
+
+/// `async-ask` flags.
+#[derive(Args, Clone)]
+pub struct AsyncAskArgs {
+    /// Asks, one at a time.
+    #[arg(long, default_value_t = 200_000)]
+    pub count: u64,
+    /// Threads: 1 (both agents on one) or 2 (the responder on its own); a list runs each.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    pub threads: Vec<usize>,
+    /// Each ask's timeout in ms (0: no timeout; a timeout schedules and cancels a timer per
+    /// ask).
+    #[arg(long = "timeout-ms", default_value_t = 1000)]
+    pub timeout_ms: u64,
+}
+
+/// Runs `async-ask` `runs` times per thread count: round trips per second and latency
+/// percentiles.
+pub fn async_ask_records(a: &AsyncAskArgs, runs: usize, machine: &Machine) -> Vec<Record> {
+    let timeout = (a.timeout_ms > 0).then(|| Duration::from_millis(a.timeout_ms));
+    let mut out = Vec::new();
+    for &threads in &a.threads {
+        let variant = match timeout {
+            Some(_) => format!(
+                "agent -> agent, {threads} thread(s), timeout {} ms",
+                a.timeout_ms
+            ),
+            None => format!("agent -> agent, {threads} thread(s), no timeout"),
+        };
+        let p = params(json!({
+            "count": a.count,
+            "threads": threads,
+            "timeout_ms": a.timeout_ms,
+        }));
+        out.extend(sampled("async-ask", &variant, &p, runs, machine, || {
+            let o = async_interop::async_ask_once(a.count, threads, timeout)?;
+            Ok(round_trip_metrics(o.count, o.elapsed, &o.latency))
+        }));
+    }
+    out
+}

@@ -1,0 +1,245 @@
+//! Agents and async code (issue 27):
+//!
+//! - `spawn-deliver`: agents spawn trivial futures (`Context::spawn`) on the environment's
+//!   embedded tokio runtime, each keeping `in_flight` of them running and spawning the next
+//!   one from the handler of an output, until `count` outputs were handled in all:
+//!   completions per second and peak RSS.
+//! - `async-ask`: one agent asks another (`Context::request(..).then(..)`), the reply coming
+//!   back as an event of the asker, which asks again from that handler; both agents on one
+//!   thread or each on its own: round trips per second and round-trip latency percentiles.
+
+use cohort::{
+    Agent, Context, DefineError, Environment, Mbox, OneThreadBuilder, RequestError, WrappedEnv,
+};
+use hdrhistogram::Histogram;
+use std::sync::mpsc::{self, Sender};
+use std::time::{Duration, Instant};
+
+/// How long a run may take before it is called failed.
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
+
+fn start(threads: usize) -> Result<WrappedEnv, String> {
+    Environment::builder()
+        .async_threads(threads)
+        .map_err(|e| e.to_string())?
+        .start()
+        .map_err(|e| format!("environment: {e}"))
+}
+
+struct Spawner {
+    left_to_spawn: u64,
+    window: u64,
+    in_flight: u64,
+    done: Sender<()>,
+}
+
+impl Spawner {
+    fn spawn_one(&mut self, ctx: &mut Context<'_, Self>) {
+        self.left_to_spawn -= 1;
+        self.in_flight += 1;
+        let spawned = ctx.spawn(async { 1u64 }).then(Self::on_output);
+        if let Err(e) = spawned {
+            panic!("spawn: {e}");
+        }
+    }
+
+    fn on_output(&mut self, out: u64, ctx: &mut Context<'_, Self>) {
+        self.in_flight -= out;
+        if self.left_to_spawn > 0 {
+            self.spawn_one(ctx);
+        } else if self.in_flight == 0 {
+            let _ = self.done.send(());
+        }
+    }
+}
+
+impl Agent for Spawner {
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        for _ in 0..self.left_to_spawn.min(self.window) {
+            self.spawn_one(ctx);
+        }
+    }
+}
+
+/// What one `spawn-deliver` run measured.
+pub struct SpawnOutcome {
+    pub elapsed: Duration,
+    pub count: u64,
+}
+
+/// `count` futures spawned by `agents` agents (one thread), `in_flight` each at a time, on an
+/// embedded runtime of `threads` threads.
+pub fn spawn_deliver_once(
+    count: u64,
+    agents: u64,
+    in_flight: u64,
+    threads: usize,
+) -> Result<SpawnOutcome, String> {
+    if count == 0 || agents == 0 || in_flight == 0 {
+        return Err("--count, --agents and --in-flight must be at least 1".into());
+    }
+    let env = start(threads)?;
+    let (tx, rx) = mpsc::channel();
+    let mut coop = env.new_coop();
+    for i in 0..agents {
+        let share = count / agents + u64::from(i < count % agents);
+        if share == 0 {
+            continue;
+        }
+        coop.add(Spawner {
+            left_to_spawn: share,
+            window: in_flight,
+            in_flight: 0,
+            done: tx.clone(),
+        });
+    }
+    let expected = agents.min(count) as usize;
+    let started = Instant::now();
+    env.register_coop(coop).map_err(|e| e.to_string())?;
+    for _ in 0..expected {
+        rx.recv_timeout(RUN_TIMEOUT)
+            .map_err(|_| "spawn-deliver: an agent did not get all its outputs".to_string())?;
+    }
+    let elapsed = started.elapsed();
+    let stats = env.stats();
+    env.stop_and_wait();
+    if stats.futures != 0 || stats.futures_cancelled != 0 {
+        return Err(format!(
+            "spawn-deliver: {} futures still running, {} cancelled",
+            stats.futures, stats.futures_cancelled
+        ));
+    }
+    Ok(SpawnOutcome { elapsed, count })
+}
+
+struct Responder;
+impl Agent for Responder {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on_request(|_: &mut Self, n: &u64, _: &mut Context<'_, Self>| n + 1)?;
+        Ok(())
+    }
+}
+
+struct Asker {
+    to: Mbox,
+    left: u64,
+    timeout: Option<Duration>,
+    latency: Histogram<u64>,
+    done: Sender<Result<Histogram<u64>, String>>,
+}
+
+impl Asker {
+    fn ask(&mut self, ctx: &mut Context<'_, Self>) {
+        let to = self.to.clone();
+        let sent = Instant::now();
+        let n = self.left;
+        let mut ask = ctx.request::<u64, u64>(&to, n);
+        if let Some(t) = self.timeout {
+            ask = ask.timeout(t);
+        }
+        let asked = ask.then(
+            move |me: &mut Self, reply: Result<u64, RequestError>, ctx: &mut Context<'_, Self>| {
+                me.latency
+                    .saturating_record(sent.elapsed().as_nanos() as u64);
+                match reply {
+                    Ok(r) if r == n + 1 => {}
+                    other => {
+                        let _ = me.done.send(Err(format!("ask {n}: {other:?}")));
+                        return;
+                    }
+                }
+                me.left -= 1;
+                if me.left == 0 {
+                    let _ = me.done.send(Ok(me.latency.clone()));
+                } else {
+                    me.ask(ctx);
+                }
+            },
+        );
+        if let Err(e) = asked {
+            let _ = self.done.send(Err(e.to_string()));
+        }
+    }
+}
+
+impl Agent for Asker {
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.ask(ctx);
+    }
+}
+
+/// What one `async-ask` run measured.
+pub struct AskOutcome {
+    pub elapsed: Duration,
+    pub count: u64,
+    /// Round-trip nanoseconds.
+    pub latency: Histogram<u64>,
+}
+
+/// `count` asks, one at a time, from one agent to another: both on the default dispatcher's
+/// thread (`threads` 1) or the responder on a `one_thread` dispatcher of its own (2).
+pub fn async_ask_once(
+    count: u64,
+    threads: usize,
+    timeout: Option<Duration>,
+) -> Result<AskOutcome, String> {
+    if count == 0 {
+        return Err("--count must be at least 1".into());
+    }
+    if !(1..=2).contains(&threads) {
+        return Err("--threads takes 1 or 2".into());
+    }
+    let env = start(1)?;
+    let mut coop = env.new_coop();
+    if threads == 2 {
+        let own = OneThreadBuilder::new()
+            .name("responder")
+            .build(&env)
+            .map_err(|e| e.to_string())?;
+        coop.set_binder(own.binder());
+    }
+    let to = coop.add(Responder).mbox();
+    env.register_coop(coop).map_err(|e| e.to_string())?;
+    let (tx, rx) = mpsc::channel();
+    let latency =
+        Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut coop = env.new_coop();
+    coop.add(Asker {
+        to,
+        left: count,
+        timeout,
+        latency,
+        done: tx,
+    });
+    let started = Instant::now();
+    env.register_coop(coop).map_err(|e| e.to_string())?;
+    let latency = rx
+        .recv_timeout(RUN_TIMEOUT)
+        .map_err(|_| "async-ask: no end in time".to_string())??;
+    let elapsed = started.elapsed();
+    env.stop_and_wait();
+    Ok(AskOutcome {
+        elapsed,
+        count,
+        latency,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawn_deliver_handles_every_output() {
+        let o = spawn_deliver_once(1_000, 3, 7, 1).unwrap();
+        assert_eq!(o.count, 1_000);
+    }
+
+    #[test]
+    fn async_ask_counts_every_round_trip() {
+        for threads in [1, 2] {
+            let o = async_ask_once(100, threads, Some(Duration::from_secs(10))).unwrap();
+            assert_eq!(o.latency.len(), 100);
+        }
+    }
+}

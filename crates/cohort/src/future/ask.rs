@@ -1,0 +1,223 @@
+//! [`Context::request`]: an agent asks another agent (any mailbox) without blocking; the
+//! reply, or why there is none, comes back as an event of the asking agent.
+//!
+//! The request is the ordinary [`Request`] message of `Mbox::request`, whose reply goes to a
+//! hook instead of a waiting slot. The reply and the timeout (a timer of the environment's
+//! timer service) race for the handler under one lock: the first takes it, the other finds
+//! nothing, so the outcome is delivered exactly once.
+
+use super::completion::Completion;
+use crate::agent::cell::{ACTIVE, DynCell, NEW};
+use crate::agent::{Agent, Context};
+use crate::error::AsyncError;
+use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::mailbox::request::{ReplyHook, Request, RequestError};
+use crate::mailbox::{Mbox, deliver_event};
+use crate::timer::TimerId;
+use crate::timer::task::{Deliver, Once, Timer};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// A request about to be sent by an agent: bound it with [`Ask::timeout`], say which
+/// handler gets the outcome with [`Ask::then`]. Made by [`Context::request`].
+#[must_use = "nothing is sent until `.then(..)` is called"]
+pub struct Ask<'c, 'a, A: Agent, Req, Reply> {
+    ctx: &'c Context<'a, A>,
+    to: &'c Mbox,
+    req: Req,
+    timeout: Option<Duration>,
+    _reply: PhantomData<fn() -> Reply>,
+}
+
+impl<A: Agent, Req, Reply> fmt::Debug for Ask<'_, '_, A, Req, Reply> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ask")
+            .field("request", &std::any::type_name::<Req>())
+            .field("reply", &std::any::type_name::<Reply>())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl<'a, A: Agent> Context<'a, A> {
+    /// Sends `req` to `to` as a [`Request<Req, Reply>`] (the receiver answers it as any
+    /// request, e.g. with [`Context::on_request`]); [`Ask::then`] names the handler of this
+    /// agent that gets the outcome: the reply, or [`RequestError::Timeout`] (with
+    /// [`Ask::timeout`]), [`RequestError::ReceiverGone`], [`RequestError::NoHandler`]... It
+    /// runs as an event of this agent, on its dispatcher, exactly once; never after the
+    /// agent's `finish` (an outcome that comes later is a dead letter). Nothing blocks.
+    ///
+    /// ```
+    /// use cohort::{Agent, Context, DefineError, Mbox, RequestError};
+    /// use std::time::Duration;
+    ///
+    /// struct Doubler;
+    /// impl Agent for Doubler {
+    ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+    ///         ctx.on_request(|_: &mut Self, n: &u64, _: &mut Context<'_, Self>| n * 2)?;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// struct Asker { doubler: Mbox }
+    /// impl Agent for Asker {
+    ///     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+    ///         let doubler = self.doubler.clone();
+    ///         ctx.request::<u64, u64>(&doubler, 21)
+    ///             .timeout(Duration::from_secs(5))
+    ///             .then(|_: &mut Self, reply: Result<u64, RequestError>, ctx: &mut Context<'_, Self>| {
+    ///                 assert_eq!(reply, Ok(42));
+    ///                 ctx.stop_environment();
+    ///             })
+    ///             .unwrap();
+    ///     }
+    /// }
+    ///
+    /// cohort::launch(|env| {
+    ///     let mut coop = env.new_coop();
+    ///     let doubler = coop.add(Doubler).mbox();
+    ///     coop.add(Asker { doubler });
+    ///     env.register_coop(coop)?;
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// ```
+    pub fn request<'c, Req, Reply>(&'c self, to: &'c Mbox, req: Req) -> Ask<'c, 'a, A, Req, Reply>
+    where
+        Req: Send + Sync + 'static,
+        Reply: Send + 'static,
+    {
+        Ask {
+            ctx: self,
+            to,
+            req,
+            timeout: None,
+            _reply: PhantomData,
+        }
+    }
+}
+
+impl<A: Agent, Req, Reply> Ask<'_, '_, A, Req, Reply>
+where
+    Req: Send + Sync + 'static,
+    Reply: Send + 'static,
+{
+    /// Gives up after `timeout`: the handler then gets [`RequestError::Timeout`] and a
+    /// later reply is dropped. Without it, the ask waits for the reply or for the request's
+    /// drop (the receiver gone, no handler, not answered), however long that takes.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sends the request; `handler` gets the outcome on this agent.
+    ///
+    /// Errors (nothing is sent): [`AsyncError::ZeroTimeout`] for a zero timeout,
+    /// [`AsyncError::AskInDefine`] from `define`, [`AsyncError::AgentFinishing`] once the
+    /// agent's cooperation has begun to deregister.
+    pub fn then<H>(self, handler: H) -> Result<(), AsyncError>
+    where
+        H: for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>)
+            + Send
+            + 'static,
+    {
+        if self.timeout == Some(Duration::ZERO) {
+            return Err(AsyncError::ZeroTimeout);
+        }
+        match self.ctx.cell().header.status() {
+            ACTIVE => {}
+            NEW => return Err(AsyncError::AskInDefine),
+            _ => return Err(AsyncError::AgentFinishing),
+        }
+        let state = Arc::new(AskState::<A, Reply, H> {
+            cell: self.ctx.cell_arc(),
+            handler: Mutex::new(Some(handler)),
+            timer: OnceLock::new(),
+            timeout: self.timeout.unwrap_or_default(),
+            _types: PhantomData,
+        });
+        if let Some(timeout) = self.timeout {
+            let env = self.ctx.environment();
+            let timer = Timer::new(self.ctx.self_mbox(), Once::<Expire>::new(), state.clone());
+            let _ = state.timer.set(env.schedule(timeout, Arc::new(timer)));
+        }
+        self.to.send(Request::with_hook(self.req, state));
+        Ok(())
+    }
+}
+
+/// One ask in flight: who asked, and the handler the first outcome takes.
+struct AskState<A, Reply, H> {
+    cell: Arc<DynCell>,
+    handler: Mutex<Option<H>>,
+    /// The timeout's timer, cancelled by a reply that comes first.
+    timer: OnceLock<TimerId>,
+    timeout: Duration,
+    _types: PhantomData<fn() -> (A, Reply)>,
+}
+
+impl<A, Reply, H> AskState<A, Reply, H>
+where
+    A: Agent,
+    Reply: Send + 'static,
+    H: for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>) + Send + 'static,
+{
+    /// Delivers `outcome` if nothing was delivered before.
+    fn settle(&self, outcome: Result<Reply, RequestError>, cancel_timer: bool) {
+        let handler = self
+            .handler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(handler) = handler else { return };
+        if cancel_timer && let Some(timer) = self.timer.get() {
+            timer.cancel();
+        }
+        let completion = Completion::<A>::new(0, move |me, ctx| handler(me, outcome, ctx));
+        if let Err(refused) = deliver_event(&self.cell, completion.into_envelope()) {
+            // The asking agent is finishing: the outcome goes nowhere, counted.
+            self.cell
+                .header
+                .dead_letter(refused, DeliveryFailure::ReceiverGone);
+        }
+    }
+}
+
+impl<A, Reply, H> ReplyHook<Reply> for AskState<A, Reply, H>
+where
+    A: Agent,
+    Reply: Send + 'static,
+    H: for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>) + Send + 'static,
+{
+    fn complete(&self, outcome: Result<Reply, RequestError>) {
+        self.settle(outcome, true)
+    }
+}
+
+/// What an ask's timer does when it fires: settle the ask with a timeout.
+trait Expirable: Send + Sync + 'static {
+    fn expire(&self);
+}
+
+impl<A, Reply, H> Expirable for AskState<A, Reply, H>
+where
+    A: Agent,
+    Reply: Send + 'static,
+    H: for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>) + Send + 'static,
+{
+    fn expire(&self) {
+        // Not cancelling its own timer: it fires under that timer's lock.
+        self.settle(Err(RequestError::Timeout(self.timeout)), false)
+    }
+}
+
+/// The timer's delivery: expire the ask (the mailbox is unused).
+struct Expire;
+
+impl<S: Expirable> Deliver<Arc<S>> for Expire {
+    fn deliver(_: &Mbox, state: Arc<S>) {
+        state.expire()
+    }
+}
