@@ -63,6 +63,7 @@ impl Coop {
                 first_child: None,
                 children: 0,
                 gone_waiters: Vec::new(),
+                panic: None,
             }),
             links: UnsafeCell::new(Links {
                 next: None,

@@ -31,6 +31,7 @@ impl EnvShared {
             timers: self.timers.active(),
             dead_letters: self.dead_letters.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
+            supervision: self.supervision.snapshot(),
             dispatchers,
         }
     }
