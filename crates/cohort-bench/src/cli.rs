@@ -3,8 +3,8 @@
 
 use crate::commands::{
     chains, cluster, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring,
-    ping_pong, producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring,
-    timers,
+    ping_pong, producer_consumer, remote_ping_pong, restart, self_send, skynet, state_switch,
+    thread_ring, timers,
 };
 use crate::plans::sobjectizer_grids;
 use crate::report::Format;
@@ -72,6 +72,10 @@ pub enum Command {
     NamedPingPong(ping_pong::NamedPingPongArgs),
     /// A handled message with a state switch against one without (issue 4: within 2x).
     StateSwitch(state_switch::StateSwitchArgs),
+    /// Supervision: panic-to-first-message time of a one-for-one restart (p50, p99) on
+    /// one_thread and work_stealing, and a crash storm (1,000 panics/s) beside a healthy
+    /// ping-pong on the same dispatcher.
+    Restart(restart::RestartArgs),
     /// Many delayed sends scheduled and fired (time, memory per timer), and the CPU cost of
     /// one 1 ms periodic timer (SObjectizer issue #97).
     Timers(timers::TimersArgs),

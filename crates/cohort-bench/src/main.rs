@@ -31,8 +31,8 @@ use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
     chains, cluster, counting_actor, fan_out, idle_cpu, latency, locality, parallel_thread_ring,
-    ping_pong, producer_consumer, remote_ping_pong, self_send, skynet, state_switch, thread_ring,
-    timers,
+    ping_pong, producer_consumer, remote_ping_pong, restart, self_send, skynet, state_switch,
+    thread_ring, timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
@@ -57,6 +57,7 @@ fn main() {
         Command::SelfSend(a) => self_send::records(&a, runs(5), &machine),
         Command::NamedPingPong(a) => ping_pong::named_records(&a, runs(5), &machine),
         Command::StateSwitch(a) => state_switch::records(&a, runs(5), &machine),
+        Command::Restart(a) => restart::records(&a, runs(1), &machine),
         Command::SelfSendGrid(a) => {
             scenarios::self_send::validate_scale(a.scale).unwrap_or_else(|e| usage_error(&e));
             let plan = sobjectizer_grids::self_send_grid(a.scale, a.threads, a.only);
