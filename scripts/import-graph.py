@@ -22,6 +22,7 @@ LAYERS = [
     ("agents and mailboxes", ["agent", "mailbox", "trace", "stats"]),
     ("dispatchers", ["dispatcher"]),
     ("runtime", ["runtime", "timer", "mchain"]),
+    ("supervision", ["supervision"]),
     ("test kit", ["testing"]),
 ]
 LAYER_OF = {m: i for i, (_, ms) in enumerate(LAYERS) for m in ms}

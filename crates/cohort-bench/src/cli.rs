@@ -2,9 +2,9 @@
 //! the output format). Each scenario's own flags live with its records in `commands/`.
 
 use crate::commands::{
-    async_interop, chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency, locality,
-    parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
-    state_switch, thread_ring, timers,
+    async_interop, chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency,
+    locality, parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, restart,
+    self_send, skynet, state_switch, thread_ring, timers,
 };
 use crate::plans::sobjectizer_grids;
 use crate::report::Format;
@@ -75,6 +75,10 @@ pub enum Command {
     NamedPingPong(ping_pong::NamedPingPongArgs),
     /// A handled message with a state switch against one without (issue 4: within 2x).
     StateSwitch(state_switch::StateSwitchArgs),
+    /// Supervision: panic-to-first-message time of a one-for-one restart (p50, p99) on
+    /// one_thread and work_stealing, and a crash storm (1,000 panics/s) beside a healthy
+    /// ping-pong on the same dispatcher.
+    Restart(restart::RestartArgs),
     /// Many delayed sends scheduled and fired (time, memory per timer), and the CPU cost of
     /// one 1 ms periodic timer (SObjectizer issue #97).
     Timers(timers::TimersArgs),

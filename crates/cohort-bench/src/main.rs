@@ -30,9 +30,9 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    async_interop, chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency, locality,
-    parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
-    state_switch, thread_ring, timers,
+    async_interop, chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency,
+    locality, parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, restart,
+    self_send, skynet, state_switch, thread_ring, timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
@@ -58,6 +58,7 @@ fn main() {
         Command::SelfSend(a) => self_send::records(&a, runs(5), &machine),
         Command::NamedPingPong(a) => ping_pong::named_records(&a, runs(5), &machine),
         Command::StateSwitch(a) => state_switch::records(&a, runs(5), &machine),
+        Command::Restart(a) => restart::records(&a, runs(1), &machine),
         Command::SelfSendGrid(a) => {
             scenarios::self_send::validate_scale(a.scale).unwrap_or_else(|e| usage_error(&e));
             let plan = sobjectizer_grids::self_send_grid(a.scale, a.threads, a.only);

@@ -65,6 +65,7 @@ mod panic;
 mod queue;
 mod runtime;
 mod stats;
+pub mod supervision;
 mod sync;
 pub mod testing;
 pub mod timer;
@@ -91,10 +92,10 @@ pub use mailbox::{Mbox, MboxId};
 pub use panic::PanicReaction;
 pub use runtime::coop::{
     AgentHandle, Coop, CoopDeregistered, CoopGone, CoopHandle, CoopId, CoopRegistered,
-    CoopWaitError, DeregReason,
+    CoopWaitError, DeregReason, PanicNotice,
 };
 pub use runtime::env::{Environment, EnvironmentBuilder, WrappedEnv, launch};
-pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, WorkerStats};
+pub use stats::{DispatcherStats, RuntimeStats, StatsConfig, SupervisionStats, WorkerStats};
 pub use timer::{TimerHandle, TimerId, TimerQueue};
 pub use trace::{MessageTracing, TraceEvent, TraceStep};
 

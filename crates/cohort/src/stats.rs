@@ -34,8 +34,60 @@ pub struct RuntimeStats {
     pub dead_letters: u64,
     /// Panics caught so far.
     pub panics: u64,
+    /// What supervisors did so far (see [`crate::supervision`]).
+    pub supervision: SupervisionStats,
     /// Per dispatcher: its workers.
     pub dispatchers: Vec<DispatcherStats>,
+}
+
+/// What the environment's supervisors did so far: kept always (each count is one relaxed
+/// increment on a restart path, never on the message path).
+///
+/// ```
+/// let env = cohort::Environment::builder().start().unwrap();
+/// assert_eq!(env.stats().supervision, cohort::SupervisionStats::default());
+/// env.stop();
+/// env.wait();
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SupervisionStats {
+    /// Child cooperations registered by supervisors (first starts and restarts).
+    pub child_starts: u64,
+    /// Children that ended for a reason their supervisor's policy counts as a failure.
+    pub child_failures: u64,
+    /// Child starts that failed (the factory panicked or built an empty cooperation, or
+    /// registration failed).
+    pub start_failures: u64,
+    /// Restarts scheduled (one per child brought back).
+    pub restarts: u64,
+    /// Supervisors that gave up (restart intensity exceeded) and escalated.
+    pub give_ups: u64,
+}
+
+/// The supervision counters of one environment.
+#[derive(Debug, Default)]
+pub(crate) struct SupervisionCounters {
+    pub(crate) child_starts: AtomicU64,
+    pub(crate) child_failures: AtomicU64,
+    pub(crate) start_failures: AtomicU64,
+    pub(crate) restarts: AtomicU64,
+    pub(crate) give_ups: AtomicU64,
+}
+
+impl SupervisionCounters {
+    pub(crate) fn snapshot(&self) -> SupervisionStats {
+        SupervisionStats {
+            child_starts: self.child_starts.load(Relaxed),
+            child_failures: self.child_failures.load(Relaxed),
+            start_failures: self.start_failures.load(Relaxed),
+            restarts: self.restarts.load(Relaxed),
+            give_ups: self.give_ups.load(Relaxed),
+        }
+    }
+
+    pub(crate) fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Relaxed);
+    }
 }
 
 /// The statistics of one dispatcher.

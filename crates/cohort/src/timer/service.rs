@@ -92,6 +92,12 @@ impl TimerService {
         nanos(self.epoch.elapsed())
     }
 
+    /// The timers' clock: time since the service was created, or the virtual time of a test
+    /// environment (supervisors measure restart windows with it, so tests can move it).
+    pub(crate) fn clock(&self) -> Duration {
+        Duration::from_nanos(self.now())
+    }
+
     /// Switches to a manual clock (virtual time starting at zero) fired by
     /// [`advance_to`](Self::advance_to) on the caller's thread: for the test kit, before
     /// any timer is scheduled.

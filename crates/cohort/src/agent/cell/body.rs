@@ -7,7 +7,7 @@ use crate::agent::{Agent, Context};
 use crate::mailbox::MboxId;
 use crate::message::Envelope;
 use crate::panic::PanicReaction;
-use crate::runtime::coop::{CoopInner, DeregReason};
+use crate::runtime::coop::{CoopInner, PanicNotice};
 use crate::trace::{self, TraceStep};
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
@@ -83,7 +83,7 @@ impl<A: Agent> AgentBody<A> {
     pub(crate) fn on_panic(
         &self,
         this: NonNull<DynCell>,
-        during: &str,
+        during: &'static str,
         payload: Box<dyn Any + Send>,
     ) {
         // SAFETY: the cell is alive while its demands run.
@@ -106,7 +106,12 @@ impl<A: Agent> AgentBody<A> {
         match reaction {
             PanicReaction::Abort => std::process::abort(),
             PanicReaction::ShutdownEnvironment => header.env.stop(),
-            PanicReaction::DeregisterCoop => coop.deregister(DeregReason::Panic),
+            PanicReaction::DeregisterCoop => coop.deregister_panicked(PanicNotice {
+                agent: self.agent.name().into_owned(),
+                agent_type: std::any::type_name::<A>(),
+                during,
+                message: what.into_owned(),
+            }),
             PanicReaction::Ignore => {}
         }
     }

@@ -37,6 +37,48 @@ pub enum DeregReason {
     Panic,
     /// An application-defined code.
     User(u32),
+    /// A supervisor gave up: its children failed more often than its restart intensity
+    /// allows (see [`crate::supervision`]); the supervisor above it decides what follows.
+    Escalated,
+}
+
+/// What the runtime knows of the panic that deregistered a cooperation
+/// ([`CoopHandle::panic_notice`]).
+///
+/// ```
+/// use cohort::{Agent, Context, DeregReason};
+/// use std::time::Duration;
+///
+/// struct Fragile;
+/// impl Agent for Fragile {
+///     fn start(&mut self, _: &mut Context<'_, Self>) {
+///         panic!("no luck");
+///     }
+/// }
+///
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let mut coop = env.new_coop();
+/// coop.add(Fragile);
+/// let handle = env.register_coop(coop).unwrap();
+/// handle.wait_gone(Duration::from_secs(10)).unwrap();
+/// let notice = handle.panic_notice().unwrap();
+/// assert_eq!(notice.message, "no luck");
+/// assert_eq!(notice.during, "start");
+/// assert!(notice.agent_type.ends_with("Fragile"));
+/// env.stop();
+/// env.wait();
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PanicNotice {
+    /// The agent's name ([`Agent::name`](crate::Agent::name)).
+    pub agent: String,
+    /// The agent's Rust type.
+    pub agent_type: &'static str,
+    /// The message type whose handler panicked, or the hook (`start`, `finish`, `on_enter`,
+    /// `on_exit`, `dead-letter handler`).
+    pub during: &'static str,
+    /// The panic message (`<non-string panic payload>` if it was not a string).
+    pub message: String,
 }
 
 /// Sent to each `notify_registered` mailbox once a cooperation is registered.

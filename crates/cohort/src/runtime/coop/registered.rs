@@ -2,7 +2,7 @@
 //! deregistration), and [`CoopHandle`], the handle users hold.
 
 use super::builder::CoopExtras;
-use super::{CoopDeregistered, CoopId, DeregReason, Step};
+use super::{CoopDeregistered, CoopId, DeregReason, PanicNotice, Step};
 use crate::agent::cell::{DynCell, FINISHED, FINISHING};
 use crate::agent::demand::Demand;
 use crate::dispatcher::Binder;
@@ -47,7 +47,12 @@ pub(super) struct CoopState {
     pub(super) children: usize,
     /// Woken once the cooperation is gone (see `wait.rs`).
     pub(super) gone_waiters: Vec<std::task::Waker>,
+    /// The panic that deregistered it, if one did.
+    pub(super) panic: PanicRecord,
 }
+
+/// The panic that deregistered a cooperation: boxed, since almost no cooperation has one.
+pub(crate) type PanicRecord = Option<Box<PanicNotice>>;
 
 /// A child's place in its parent's list; guarded by the parent's state lock.
 pub(super) struct Links {
@@ -152,6 +157,7 @@ impl CoopInner {
                 first_child: None,
                 children: 0,
                 gone_waiters: Vec::new(),
+                panic: None,
             }),
             links: UnsafeCell::new(Links {
                 next: None,
@@ -259,6 +265,17 @@ impl CoopInner {
 
     /// Starts deregistration (idempotent: the first reason wins).
     pub(crate) fn deregister(self: &Arc<Self>, reason: DeregReason) {
+        self.deregister_with(reason, None)
+    }
+
+    /// Deregistration after a panic: the notice is kept for [`CoopHandle::panic_notice`] if
+    /// this panic is what deregisters the cooperation.
+    #[cold]
+    pub(crate) fn deregister_panicked(self: &Arc<Self>, notice: PanicNotice) {
+        self.deregister_with(DeregReason::Panic, Some(Box::new(notice)))
+    }
+
+    fn deregister_with(self: &Arc<Self>, reason: DeregReason, panic: PanicRecord) {
         let children = {
             let mut st = self.lock_state();
             if st.status != CoopStatus::Registered {
@@ -266,6 +283,7 @@ impl CoopInner {
             }
             st.status = CoopStatus::Deregistering;
             st.reason = reason;
+            st.panic = panic;
             // SAFETY: the lock is held.
             unsafe { self.children(&st) }
         };
@@ -458,6 +476,23 @@ impl CoopHandle {
     /// Number of live child cooperations.
     pub fn child_count(&self) -> usize {
         self.inner.child_count()
+    }
+
+    /// The panic that deregistered this cooperation (reason [`DeregReason::Panic`]): which
+    /// agent, during which message type or hook, and the panic message. `None` if no panic
+    /// deregistered it (yet). See [`PanicNotice`] for an example.
+    pub fn panic_notice(&self) -> Option<PanicNotice> {
+        self.inner.lock_state().panic.as_deref().cloned()
+    }
+
+    /// The reason the cooperation is deregistering or was deregistered for; `None` while it
+    /// is registered.
+    pub fn dereg_reason(&self) -> Option<DeregReason> {
+        let st = self.inner.lock_state();
+        match st.status {
+            CoopStatus::Registering | CoopStatus::Registered => None,
+            CoopStatus::Deregistering | CoopStatus::Gone => Some(st.reason),
+        }
     }
 }
 

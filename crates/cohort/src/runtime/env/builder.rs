@@ -216,6 +216,7 @@ impl EnvironmentBuilder {
             dead_letters: AtomicU64::new(0),
             dead_letter_hook: self.dead_letter_hook,
             panics: AtomicU64::new(0),
+            supervision: Default::default(),
             worker_spin: self.worker_spin,
             group_names: Mutex::new(std::collections::HashMap::new()),
             named: Mutex::new(std::collections::HashMap::new()),

@@ -42,6 +42,8 @@ pub(crate) struct EnvShared {
     pub(super) dead_letters: AtomicU64,
     pub(super) dead_letter_hook: Option<DeadLetterHook>,
     pub(super) panics: AtomicU64,
+    /// What supervisors did (see [`crate::supervision`]).
+    pub(crate) supervision: crate::stats::SupervisionCounters,
     pub(crate) worker_spin: Duration,
     /// Agents of registered cooperations.
     pub(super) agents: AtomicUsize,

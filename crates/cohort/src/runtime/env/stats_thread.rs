@@ -33,6 +33,7 @@ impl EnvShared {
             futures_cancelled: self.futures.table.cancelled(),
             dead_letters: self.dead_letters.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
+            supervision: self.supervision.snapshot(),
             dispatchers,
         }
     }
