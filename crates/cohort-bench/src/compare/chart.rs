@@ -50,6 +50,8 @@ fn plot<DB: DrawingBackend>(
     text: bool,
 ) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("drawing the chart: {e}");
+    // A round-trip median is no rate: the chart has the throughput rows only.
+    let rows: Vec<&Row> = rows.iter().filter(|r| !r.is_latency()).collect();
     root.fill(&WHITE).map_err(err)?;
     let frameworks: Vec<&str> = rows
         .first()

@@ -1,8 +1,9 @@
 //! `cohort-bench compare`: the same scenarios on cohort and on its peers (actix, kameo, ractor,
-//! CAF, Pekko; their ports live in peers/), in one run on one machine.
+//! CAF, Proto.Actor; their ports live in peers/), in one run on one machine; the remote rows
+//! (two processes on loopback) on cohort and the peers with a remote port.
 //!
 //! It builds what is missing (the Rust peers with cargo, the CAF port with cmake when
-//! libcaf-dev is installed), then runs, per scenario, every framework once per round, in turn
+//! libcaf-dev is installed, the Proto.Actor port with `go build` when Go is), then runs, per scenario, every framework once per round, in turn
 //! (cohort actix kameo ractor caf, cohort actix ...), each run a fresh process, and prints per
 //! scenario each framework's median, min-max and ratio to cohort. A peer that is not installed
 //! is reported as skipped with the command that installs it; one that fails to build, crashes,
@@ -12,6 +13,7 @@ mod chart;
 mod peers;
 mod pekko;
 mod plan;
+mod protoactor;
 mod remote;
 mod results;
 mod runner;
@@ -20,7 +22,7 @@ use crate::machine::Machine;
 use crate::report::Format;
 use indicatif::{ProgressBar, ProgressStyle};
 use peers::{Availability, PeerProfile};
-use plan::{Case, Size};
+use plan::{Case, Kind, Size};
 use results::{Cell, Outcome, Row};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,8 +40,8 @@ pub struct CompareArgs {
     /// Also draw a bar chart to this file (.svg or .png).
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
-    /// Only these frameworks besides cohort (comma-separated: actix,kameo,ractor,caf,pekko).
-    #[arg(long, value_delimiter = ',', value_parser = ["actix", "kameo", "ractor", "caf", "pekko"])]
+    /// Only these frameworks besides cohort (comma-separated: actix,kameo,ractor,caf,pekko,protoactor).
+    #[arg(long, value_delimiter = ',', value_parser = ["actix", "kameo", "ractor", "caf", "pekko", "protoactor"])]
     only: Vec<String>,
     /// The cargo profile the Rust peers are built with (`ci` builds fast, for smoke tests).
     #[arg(long, value_enum, default_value_t = PeerProfile::Release)]
@@ -133,22 +135,25 @@ fn measure(
     rounds: usize,
     limit: Duration,
 ) -> Vec<Row> {
-    let runs = cases
-        .iter()
-        .flat_map(|c| frameworks.iter().filter(move |f| remote::runs(c, f.name)))
-        .filter(|f| matches!(f.status, Availability::Ready { .. }))
-        .count();
-    let bar = ProgressBar::new((runs * rounds) as u64);
+    let ready = |case: &Case| {
+        frameworks
+            .iter()
+            .filter(|f| {
+                remote::runs(f.name, case.kind) && matches!(f.status, Availability::Ready { .. })
+            })
+            .count()
+    };
+    let bar = ProgressBar::new(cases.iter().map(|c| rounds * ready(c)).sum::<usize>() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
             .expect("valid template"),
     );
     let mut rows = Vec::new();
     for case in cases {
-        // A framework without a port of the case has no cell in its row.
+        // A remote row lists only the frameworks with a remote port.
         let frameworks: Vec<&peers::Framework> = frameworks
             .iter()
-            .filter(|f| remote::runs(case, f.name))
+            .filter(|f| remote::runs(f.name, case.kind))
             .collect();
         let mut cells: Vec<Cell> = frameworks
             .iter()
@@ -176,12 +181,16 @@ fn measure(
                 let got = if f.name == "cohort" {
                     argv.extend(case.cohort.iter().cloned());
                     argv.extend(["--runs".into(), "1".into(), "--json".into()]);
-                    runner::output_of(program, &argv, limit)
-                        .and_then(|out| remote::cohort_elapsed(case, &out))
+                    runner::output_of(program, &argv, limit).and_then(|out| match case.kind {
+                        Kind::RoundTripP50 => remote::cohort_p50(&out),
+                        _ => runner::cohort_elapsed(&out, case.messages),
+                    })
                 } else {
                     argv.extend(case.peer.iter().cloned());
-                    runner::output_of(program, &argv, limit)
-                        .and_then(|out| runner::peer_elapsed(&out, case.messages))
+                    runner::output_of(program, &argv, limit).and_then(|out| match case.kind {
+                        Kind::RoundTripP50 => remote::peer_p50(&out, case.messages),
+                        _ => runner::peer_elapsed(&out, case.messages),
+                    })
                 };
                 match got {
                     Ok(s) => samples.push(s),

@@ -66,6 +66,7 @@ fn tail(out: &std::process::Output) -> String {
     lines[start..lines.len().min(start + 3)].join(" | ")
 }
 
+/// Runs a build command: `Err` with the command and its output's tail when it fails.
 pub(super) fn run_build(cmd: &mut Command) -> Result<(), String> {
     let shown = format!("{cmd:?}");
     match cmd.output() {
@@ -150,7 +151,15 @@ fn caf(dir: &Path) -> Framework {
             .arg("-DCMAKE_BUILD_TYPE=Release"),
     )
     .and_then(|()| run_build(Command::new("cmake").arg("--build").arg(&build)));
-    let program = build.join("peer-caf");
+    built_framework(name, build.join("peer-caf"), built)
+}
+
+/// A peer whose build gave `built`: ready to run `program`, or failed with the build's error.
+pub(super) fn built_framework(
+    name: &'static str,
+    program: PathBuf,
+    built: Result<(), String>,
+) -> Framework {
     Framework {
         name,
         status: match built {
@@ -188,6 +197,9 @@ pub fn frameworks(dir: &Path, profile: PeerProfile, only: &[String]) -> Vec<Fram
     }
     if wanted("pekko") {
         out.push(super::pekko::framework(dir));
+    }
+    if wanted("protoactor") {
+        out.push(super::protoactor::framework(dir));
     }
     out
 }

@@ -15,6 +15,20 @@ pub struct Case {
     pub peer: Vec<String>,
     /// Messages handled in one run (rates are computed from it).
     pub messages: u64,
+    /// What it measures and who runs it.
+    pub kind: Kind,
+}
+
+/// What a case measures and which frameworks run it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// In one process, every framework: the run's elapsed time (shown as messages / s).
+    Local,
+    /// Two processes on loopback, cohort and the peers with a remote port: the round's
+    /// elapsed time (shown as messages / s).
+    Remote,
+    /// Two processes, one ping in flight: the round trip's median (lower is better).
+    RoundTripP50,
 }
 
 /// The sizes of a comparison.
@@ -112,6 +126,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             cohort: args(&["ping-pong", "--dispatcher", "one-thread", "--count", &pp]),
             peer: args(&["ping-pong-one-thread", "--count", &pp]),
             messages: 2 * z.ping_pong,
+            kind: Kind::Local,
         },
         Case {
             id: "ping-pong-two-threads",
@@ -119,6 +134,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             cohort: args(&["ping-pong", "--dispatcher", "active-obj", "--count", &ppt]),
             peer: args(&["ping-pong-two-threads", "--count", &ppt]),
             messages: 2 * z.ping_pong_threads,
+            kind: Kind::Local,
         },
         Case {
             id: "skynet",
@@ -126,6 +142,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             cohort: args(&["skynet", "--dispatcher", "one-thread", "--leaves", &leaves]),
             peer: args(&["skynet", "--leaves", &leaves]),
             messages: tree,
+            kind: Kind::Local,
         },
         Case {
             id: "thread-ring",
@@ -133,6 +150,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             cohort: args(&["thread-ring", "--dispatcher", "one-thread", "--hops", &hops]),
             peer: args(&["thread-ring", "--hops", &hops]),
             messages: z.hops,
+            kind: Kind::Local,
         },
         Case {
             id: "parallel-thread-ring",
@@ -146,6 +164,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             ]),
             peer: args(&["parallel-thread-ring", "--hops", &hops]),
             messages: z.hops,
+            kind: Kind::Local,
         },
         Case {
             id: "counting-actor",
@@ -153,6 +172,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             cohort: args(&["counting-actor", "--count", &count]),
             peer: args(&["counting-actor", "--count", &count]),
             messages: z.counting,
+            kind: Kind::Local,
         },
         Case {
             id: "fan-out",
@@ -160,6 +180,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             cohort: args(&["fan-out", "--workers", &fw, "--messages", &fm]),
             peer: args(&["fan-out", "--workers", &fw, "--messages", &fm]),
             messages: z.fan_out.0 * z.fan_out.1,
+            kind: Kind::Local,
         },
         Case {
             id: "self-send",
@@ -180,6 +201,7 @@ pub fn cases(size: Size) -> Vec<Case> {
             ]),
             peer: args(&["self-send", "--workers", &sw, "--message-count", &sm]),
             messages: z.self_send.0 * z.self_send.1,
+            kind: Kind::Local,
         },
     ]
 }

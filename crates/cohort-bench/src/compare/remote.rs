@@ -1,139 +1,149 @@
-//! The remote cases of the comparison: Akka's RemotePingPong between two processes on
-//! loopback (1, 10 and 30 clients, each keeping 50 pings in flight; pings and pongs counted)
-//! and the one-client round trip's median (one ping in flight). Only the frameworks with a
-//! remote port run them; a row holds no cell for the others.
+//! The remote cases: RemotePingPong between two processes on loopback (1, 10 and 30 clients,
+//! each 200,000 messages with 50 pings in flight) and the one-client round trip's median, on
+//! cohort (`cohort-bench remote-ping-pong --processes two`) and on the peers that have a
+//! remote port. The others have no cell in these rows.
 
-use super::plan::{Case, Size};
+use super::plan::{Case, Kind, Size};
 use serde_json::Value;
 
-/// The frameworks with a remote port.
-const REMOTE_FRAMEWORKS: [&str; 3] = ["cohort", "pekko", "protoactor"];
-
-/// The round-trip case's id: its "elapsed" is the median round trip, its "messages" 1.
-pub const ROUND_TRIP_P50: &str = "remote-round-trip-p50";
+/// The peers with a remote port, in the order of the table.
+pub const REMOTE_PEERS: [&str; 2] = ["pekko", "protoactor"];
 
 /// Pings each client keeps outstanding (cohort-bench remote-ping-pong's default).
-const IN_FLIGHT: &str = "50";
+const IN_FLIGHT: u64 = 50;
 
-/// Whether `framework` runs `case`.
-pub fn runs(case: &Case, framework: &str) -> bool {
-    !case.id.starts_with("remote-") || REMOTE_FRAMEWORKS.contains(&framework)
+/// Client counts of the throughput rows.
+const CLIENTS: [u64; 3] = [1, 10, 30];
+
+/// Whether `framework` runs `kind`'s cases.
+pub fn runs(framework: &str, kind: Kind) -> bool {
+    kind == Kind::Local || framework == "cohort" || REMOTE_PEERS.contains(&framework)
 }
 
-/// cohort-bench's remote-ping-pong with adaptive batching, the echo node in a child process.
-fn cohort_args(clients: &str, messages: &str, in_flight: &str, round_trips: &str) -> Vec<String> {
-    [
-        "remote-ping-pong",
-        "--clients",
-        clients,
-        "--messages",
-        messages,
-        "--in-flight",
-        in_flight,
-        "--batching",
-        "adaptive",
-        "--processes",
-        "two",
-        "--latency-round-trips",
-        round_trips,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
+fn args(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
 }
 
-/// The remote cases at `size`.
+/// The remote cases at `size`: messages per client and round trips of the latency row.
 pub fn cases(size: Size) -> Vec<Case> {
     let (messages, round_trips): (u64, u64) = match size {
         Size::Full => (200_000, 20_000),
         Size::Quick => (20_000, 2_000),
-        Size::Tiny => (200, 100),
+        Size::Tiny => (200, 50),
     };
-    let m = messages.to_string();
-    let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let mut out: Vec<Case> = [
-        (
-            1u64,
-            "remote-ping-pong-1",
-            "RemotePingPong, 2 processes, 1 client",
-        ),
-        (
-            10,
-            "remote-ping-pong-10",
-            "RemotePingPong, 2 processes, 10 clients",
-        ),
-        (
-            30,
-            "remote-ping-pong-30",
-            "RemotePingPong, 2 processes, 30 clients",
-        ),
-    ]
-    .into_iter()
-    .map(|(clients, id, title)| {
-        let c = clients.to_string();
-        Case {
-            id,
-            title,
-            cohort: cohort_args(&c, &m, IN_FLIGHT, "0"),
-            peer: strs(&[
+    let (m, w, r) = (
+        messages.to_string(),
+        IN_FLIGHT.to_string(),
+        round_trips.to_string(),
+    );
+    let mut out: Vec<Case> = CLIENTS
+        .iter()
+        .map(|&clients| {
+            let c = clients.to_string();
+            // The round's shape, the same on cohort and on the peers.
+            let shape = args(&[
                 "remote-ping-pong",
                 "--clients",
                 &c,
                 "--messages",
                 &m,
                 "--in-flight",
-                IN_FLIGHT,
-            ]),
-            messages: clients * 2 * (messages / 2),
-        }
-    })
-    .collect();
-    let n = round_trips.to_string();
+                &w,
+            ]);
+            Case {
+                id: match clients {
+                    1 => "remote-ping-pong-1",
+                    10 => "remote-ping-pong-10",
+                    _ => "remote-ping-pong-30",
+                },
+                title: match clients {
+                    1 => "RemotePingPong, 1 client, two processes on loopback",
+                    10 => "RemotePingPong, 10 clients, two processes on loopback",
+                    _ => "RemotePingPong, 30 clients, two processes on loopback",
+                },
+                cohort: [
+                    shape.clone(),
+                    args(&[
+                        "--batching",
+                        "adaptive",
+                        "--processes",
+                        "two",
+                        "--latency-round-trips",
+                        "0",
+                    ]),
+                ]
+                .concat(),
+                peer: shape,
+                messages: clients * (messages / 2) * 2,
+                kind: Kind::Remote,
+            }
+        })
+        .collect();
     out.push(Case {
-        id: ROUND_TRIP_P50,
-        title: "remote round trip, 1 client, 1 in flight: elapsed = the median round trip",
-        // One ping-pong (the throughput round cohort-bench always runs), then the latency run.
-        cohort: cohort_args("1", "2", "1", &n),
-        peer: strs(&["remote-latency", "--round-trips", &n]),
-        messages: 1,
+        id: "remote-round-trip-p50",
+        title: "remote round trip p50, 1 client, 1 ping in flight, two processes",
+        // One throughput round of a single ping and pong runs first (the command always runs
+        // one); the latency run's record is the one read.
+        cohort: args(&[
+            "remote-ping-pong",
+            "--clients",
+            "1",
+            "--messages",
+            "2",
+            "--batching",
+            "adaptive",
+            "--processes",
+            "two",
+            "--latency-round-trips",
+            &r,
+        ]),
+        peer: args(&["remote-ping-pong-latency", "--round-trips", &r]),
+        messages: 2 * round_trips,
+        kind: Kind::RoundTripP50,
     });
     out
 }
 
-/// cohort's result for `case` from cohort-bench's records: the round-trip median for the
-/// latency case (the framework's, not the raw TCP floor's), else the run's elapsed seconds.
-pub fn cohort_elapsed(case: &Case, stdout: &str) -> Result<f64, String> {
-    if case.id != ROUND_TRIP_P50 {
-        return super::runner::cohort_elapsed(stdout, case.messages);
-    }
-    let p50 = stdout
+/// The round trip's median in seconds from a peer's JSON line (`p50_ns`), its message count
+/// checked.
+pub fn peer_p50(stdout: &str, messages: u64) -> Result<f64, String> {
+    super::runner::peer_elapsed(stdout, messages)?;
+    stdout
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| r.get("scenario").and_then(Value::as_str) == Some("remote-ping-pong-latency"))
-        .filter(|r| {
-            !r.get("variant")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .starts_with("raw TCP")
-        })
-        .find(|r| r.get("metric").and_then(Value::as_str) == Some("latency_ns_p50"));
-    match p50 {
-        Some(r) if r.get("ok").and_then(Value::as_bool) == Some(true) => r
-            .get("value")
-            .and_then(Value::as_f64)
-            .filter(|v| *v > 0.0)
-            .map(|ns| ns / 1e9)
-            .ok_or_else(|| "no positive latency_ns_p50".into()),
-        Some(r) => Err(r
-            .get("error")
-            .and_then(Value::as_str)
-            .unwrap_or("not ok")
-            .to_string()),
-        None => Err(format!(
-            "no remote-ping-pong-latency p50 record in the output: {:?}",
-            stdout.trim()
-        )),
+        .find_map(|v| v.get("p50_ns").and_then(Value::as_f64))
+        .filter(|ns| *ns > 0.0)
+        .map(|ns| ns / 1e9)
+        .ok_or_else(|| "no positive p50_ns in the output".into())
+}
+
+/// The round trip's median in seconds from cohort-bench's records: the latency run's
+/// `latency_ns_p50` (not the raw TCP floor's).
+pub fn cohort_p50(stdout: &str) -> Result<f64, String> {
+    let records: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    if let Some(bad) = records
+        .iter()
+        .find(|r| r.get("ok").and_then(Value::as_bool) != Some(true))
+    {
+        let e = bad.get("error").and_then(Value::as_str).unwrap_or("not ok");
+        return Err(e.to_string());
     }
+    records
+        .iter()
+        .find(|r| {
+            r.get("metric").and_then(Value::as_str) == Some("latency_ns_p50")
+                && r.get("variant")
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.ends_with("1 in flight"))
+        })
+        .and_then(|r| r.get("value").and_then(Value::as_f64))
+        .filter(|ns| *ns > 0.0)
+        .map(|ns| ns / 1e9)
+        .ok_or_else(|| "no latency_ns_p50 record of the latency run in the output".into())
 }
 
 #[cfg(test)]
@@ -141,25 +151,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn remote_cases_run_only_where_ported() {
+    fn cases_and_who_runs_them() {
         let c = cases(Size::Full);
         assert_eq!(c.len(), 4);
-        assert_eq!(c[2].messages, 6_000_000);
-        assert!(runs(&c[0], "pekko") && runs(&c[0], "cohort") && !runs(&c[0], "actix"));
-        let local = &super::super::plan::cases(Size::Tiny)[0];
-        assert!(runs(local, "actix"));
+        assert_eq!(c[2].messages, 30 * 200_000);
+        assert_eq!(c[3].kind, Kind::RoundTripP50);
+        assert!(runs("cohort", Kind::Remote) && runs("protoactor", Kind::RoundTripP50));
+        assert!(!runs("actix", Kind::Remote) && runs("actix", Kind::Local));
     }
 
     #[test]
-    fn reads_cohorts_round_trip_median() {
-        let case = cases(Size::Tiny).pop().unwrap();
-        let out = [
-            r#"{"scenario":"remote-ping-pong-latency","variant":"raw TCP floor","metric":"latency_ns_p50","value":10.0,"ok":true}"#,
-            r#"{"scenario":"remote-ping-pong","variant":"x","metric":"elapsed_s","value":0.1,"ok":true}"#,
-            r#"{"scenario":"remote-ping-pong-latency","variant":"adaptive","metric":"latency_ns_p50","value":40000.0,"ok":true}"#,
+    fn reads_the_medians() {
+        let peer = r#"{"framework":"protoactor","scenario":"remote-ping-pong-latency","elapsed_s":0.1,"messages":100,"p50_ns":150000,"ok":true}"#;
+        assert_eq!(peer_p50(peer, 100), Ok(150e-6));
+        assert!(peer_p50(peer, 10).is_err());
+        let cohort = [
+            r#"{"scenario":"remote-ping-pong-latency","variant":"raw TCP floor: two plain threads","metric":"latency_ns_p50","value":9000.0,"ok":true}"#,
+            r#"{"scenario":"remote-ping-pong-latency","variant":"adaptive batching, two processes, 1 client, 1 in flight","metric":"latency_ns_p50","value":30000.0,"ok":true}"#,
         ]
         .join("\n");
-        assert_eq!(cohort_elapsed(&case, &out), Ok(40e-6));
-        assert!(cohort_elapsed(&case, "").is_err());
+        assert_eq!(cohort_p50(&cohort), Ok(30e-6));
+        assert!(cohort_p50(r#"{"metric":"x","ok":false,"error":"boom"}"#).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! are none), summarised as median, min-max and ratio to cohort, printed as a table, CSV or
 //! JSON records in the suite's stable format.
 
-use super::plan::Case;
+use super::plan::{Case, Kind};
 use crate::machine::Machine;
 use crate::report::{self, Format, Record};
 use serde_json::{Map, Value, json};
@@ -44,6 +44,11 @@ pub struct Summary {
 }
 
 impl Row {
+    /// Whether its samples are round-trip medians (shown as times, not rates).
+    pub fn is_latency(&self) -> bool {
+        self.case.kind == Kind::RoundTripP50
+    }
+
     fn cohort_median(&self) -> Option<f64> {
         self.cells
             .iter()
@@ -98,18 +103,13 @@ pub fn records(rows: &[Row], machine: &Machine) -> Vec<Record> {
                         "ratio_to_cohort".into(),
                         s.ratio.map_or(Value::Null, |r| json!(r)),
                     );
-                    let rates: Vec<f64> = samples
-                        .iter()
-                        .map(|&t| rate(row.case.messages, t))
-                        .collect();
-                    Record::from_samples(
-                        row.case.id,
-                        cell.framework,
-                        &p,
-                        "messages_per_s",
-                        &rates,
-                        machine,
-                    )
+                    let (metric, values): (&str, Vec<f64>) = if row.is_latency() {
+                        ("latency_ns_p50", samples.iter().map(|&t| t * 1e9).collect())
+                    } else {
+                        let rates = samples.iter().map(|&t| rate(row.case.messages, t));
+                        ("messages_per_s", rates.collect())
+                    };
+                    Record::from_samples(row.case.id, cell.framework, &p, metric, &values, machine)
                 }
                 (Outcome::Skipped(why), _) => {
                     p.insert("status".into(), json!("skipped"));
@@ -159,6 +159,17 @@ fn print_csv(rows: &[Row]) {
         for cell in &row.cells {
             let m = row.case.messages;
             match (&cell.outcome, row.summary(cell)) {
+                // The round-trip row's times are the p50s themselves; it has no rate.
+                (_, Some(s)) if row.is_latency() => println!(
+                    "{},{},ok,,,,{},{},{},{},{},",
+                    row.case.id,
+                    cell.framework,
+                    s.median_s,
+                    s.min_s,
+                    s.max_s,
+                    s.ratio.map_or(String::new(), |r| format!("{r:.4}")),
+                    s.runs
+                ),
                 (_, Some(s)) => println!(
                     "{},{},ok,{:.0},{:.0},{:.0},{},{},{},{},{},",
                     row.case.id,
@@ -216,6 +227,15 @@ fn print_table(rows: &[Row], machine: &Machine) {
             };
             let m = row.case.messages;
             table.push(match (&cell.outcome, row.summary(cell)) {
+                (_, Some(s)) if row.is_latency() => [
+                    name,
+                    cell.framework.into(),
+                    format!("p50 {:.1} us", s.median_s * 1e6),
+                    format!("{:.1} .. {:.1} us", s.min_s * 1e6, s.max_s * 1e6),
+                    "-".into(),
+                    ratio_text(s.ratio),
+                    s.runs.to_string(),
+                ],
                 (_, Some(s)) => [
                     name,
                     cell.framework.into(),

@@ -15,12 +15,16 @@ public final class Main {
   static final List<String> SCENARIOS = List.of(
       "ping-pong-one-thread", "ping-pong-two-threads", "skynet", "thread-ring",
       "parallel-thread-ring", "counting-actor", "fan-out", "self-send", "remote-ping-pong",
-      "remote-latency");
+      "remote-ping-pong-latency");
 
   private Main() {}
 
   /** What one checked run measured. */
-  record Outcome(double elapsedS, long messages) {}
+  record Outcome(double elapsedS, long messages, long p50Ns) {
+    Outcome(double elapsedS, long messages) {
+      this(elapsedS, messages, 0);
+    }
+  }
 
   /** A wrong result: its message goes into the JSON line. */
   static final class WrongResult extends Exception {
@@ -66,8 +70,8 @@ public final class Main {
       case "fan-out" -> z.get("workers") * z.get("messages");
       case "self-send" -> z.get("workers") * z.get("message-count");
       case "remote-ping-pong" -> z.get("clients") * 2 * Math.max(1, z.get("messages") / 2);
-      // The latency run reports one round trip: its median.
-      case "remote-latency" -> 1;
+      // The latency run: one ping in flight, `round-trips` pings and as many pongs.
+      case "remote-ping-pong-latency" -> 2 * z.get("round-trips");
       default -> throw new IllegalArgumentException(s);
     };
   }
@@ -213,8 +217,9 @@ public final class Main {
         o = run(s, z);
       }
       check("message count", o.messages(), messagesOf(s, z));
+      String p50 = o.p50Ns() > 0 ? ",\"p50_ns\":" + o.p50Ns() : "";
       System.out.println(head + ",\"elapsed_s\":" + o.elapsedS() + ",\"messages\":" + o.messages()
-          + ",\"ok\":true}");
+          + p50 + ",\"ok\":true}");
       return 0;
     } catch (WrongResult e) {
       System.out.println(head + ",\"ok\":false,\"error\":" + json(e.getMessage()) + "}");

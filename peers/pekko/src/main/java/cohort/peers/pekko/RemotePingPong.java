@@ -270,10 +270,10 @@ final class RemotePingPong {
     return r;
   }
 
-  /** The client's main for {@code remote-ping-pong} and {@code remote-latency}. */
+  /** The client's main for {@code remote-ping-pong} and {@code remote-ping-pong-latency}. */
   @SuppressWarnings("unchecked")
   static Main.Outcome run(String scenario, Map<String, Long> z) throws Exception {
-    boolean latency = scenario.equals("remote-latency");
+    boolean latency = scenario.equals("remote-ping-pong-latency");
     int clients = latency ? 1 : z.get("clients").intValue();
     long pings = latency ? z.get("round-trips") : Math.max(1, z.get("messages") / 2);
     long inFlight = latency ? 1 : z.get("in-flight");
@@ -296,7 +296,7 @@ final class RemotePingPong {
           long[] l = r.latencies();
           Main.check("round trips timed", l.length, pings);
           Arrays.sort(l);
-          return new Main.Outcome(l[(l.length - 1) / 2] / 1e9, 1);
+          return new Main.Outcome((r.endNs() - t0[0]) / 1e9, 2 * r.received(), l[(l.length - 1) / 2]);
         }
         return new Main.Outcome((r.endNs() - t0[0]) / 1e9, 2 * r.received());
       } finally {
