@@ -5,6 +5,8 @@ pub mod chains;
 pub mod cluster;
 pub mod counting_actor;
 pub mod fan_out;
+pub mod floor;
+pub mod idle_agents;
 pub mod idle_cpu;
 pub mod latency;
 pub mod locality;

@@ -163,6 +163,7 @@ mod tests {
             .into_iter()
             .map(|case| Row {
                 case,
+                floor_s: Vec::new(),
                 cells: vec![
                     Cell {
                         framework: "cohort",

@@ -141,6 +141,8 @@ fn measure(
     );
     let mut rows = Vec::new();
     for case in cases {
+        // The floor's elapsed seconds, as each cohort run reported it.
+        let mut floors = Vec::new();
         let mut cells: Vec<Cell> = frameworks
             .iter()
             .map(|f| Cell {
@@ -169,6 +171,10 @@ fn measure(
                     argv.extend(["--runs".into(), "1".into(), "--json".into()]);
                     runner::output_of(program, &argv, limit)
                         .and_then(|out| runner::cohort_elapsed(&out, case.messages))
+                        .map(|(s, floor)| {
+                            floors.extend(floor);
+                            s
+                        })
                 } else {
                     argv.extend(case.peer.iter().cloned());
                     runner::output_of(program, &argv, limit)
@@ -184,6 +190,7 @@ fn measure(
         rows.push(Row {
             case: case.clone(),
             cells,
+            floor_s: floors,
         });
     }
     bar.finish_and_clear();

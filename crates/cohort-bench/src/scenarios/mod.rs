@@ -4,6 +4,7 @@ pub mod chains;
 pub mod cluster;
 pub mod counting_actor;
 pub mod fan_out;
+pub mod idle_agents;
 pub mod idle_cpu;
 pub mod latency;
 pub mod locality;
