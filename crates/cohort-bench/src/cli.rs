@@ -2,9 +2,9 @@
 //! the output format). Each scenario's own flags live with its records in `commands/`.
 
 use crate::commands::{
-    async_interop, chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency,
-    locality, parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, restart,
-    self_send, skynet, state_switch, thread_ring, timers,
+    async_interop, chains, churn, cluster, counting_actor, fan_out, floor, http_load, idle_agents,
+    idle_cpu, latency, locality, parallel_thread_ring, ping_pong, producer_consumer,
+    remote_ping_pong, restart, self_send, skynet, state_switch, thread_ring, timers,
 };
 use crate::plans::sobjectizer_grids;
 use crate::report::Format;
@@ -124,6 +124,12 @@ pub enum Command {
     Report(report_cmd::ReportArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
     Quick,
+    /// A scenario's work written by hand without any framework (or every scenario's, with
+    /// `all`), at the sizes `quick` runs it with: the floors the suite's records compare to.
+    Floor(floor::FloorArgs),
+    /// Bytes per registered idle agent: many agents in many cooperations, as RSS and as
+    /// allocator bytes, with a breakdown by what each agent holds.
+    IdleAgents(idle_agents::IdleAgentsArgs),
     /// Every scenario at the sizes of its source.
     Full,
     /// The same scenarios on cohort and on actix, kameo, ractor and CAF (peers/), interleaved

@@ -16,6 +16,7 @@ mod cli;
 mod commands;
 mod compare;
 mod cpu;
+mod floors;
 mod machine;
 mod plans;
 mod report;
@@ -30,13 +31,12 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    async_interop, chains, churn, cluster, counting_actor, fan_out, http_load, idle_cpu, latency,
-    locality, parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, restart,
-    self_send, skynet, state_switch, thread_ring, timers,
+    async_interop, churn, cluster, floor, http_load, idle_agents, idle_cpu, latency, locality,
+    remote_ping_pong, restart, timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
-use suite::suite;
+use suite::{Step, single, suite};
 
 #[global_allocator]
 static ALLOCATOR: alloc::Counting = alloc::Counting;
@@ -47,17 +47,17 @@ fn main() {
     let machine = Machine::detect();
     let runs = |default: usize| cli.common.runs.unwrap_or(default);
     let records = match cli.command {
-        Command::PingPong(a) => ping_pong::records(&a, runs(5), &machine),
-        Command::Skynet(a) => skynet::records(&a, runs(5), &machine),
+        Command::PingPong(a) => single(&Step::PingPong(a), runs(5), &machine),
+        Command::Skynet(a) => single(&Step::Skynet(a), runs(5), &machine),
+        Command::ThreadRing(a) => single(&Step::ThreadRing(a), runs(5), &machine),
+        Command::FanOut(a) => single(&Step::FanOut(a), runs(5), &machine),
+        Command::ParallelThreadRing(a) => single(&Step::ParallelThreadRing(a), runs(5), &machine),
+        Command::CountingActor(a) => single(&Step::CountingActor(a), runs(5), &machine),
+        Command::ProducerConsumer(a) => single(&Step::ProducerConsumer(a), runs(5), &machine),
+        Command::SelfSend(a) => single(&Step::SelfSend(a), runs(5), &machine),
+        Command::NamedPingPong(a) => single(&Step::NamedPingPong(a), runs(5), &machine),
+        Command::StateSwitch(a) => single(&Step::StateSwitch(a), runs(5), &machine),
         Command::Churn(a) => churn::records(&a, runs(3), &machine),
-        Command::ThreadRing(a) => thread_ring::records(&a, runs(5), &machine),
-        Command::FanOut(a) => fan_out::records(&a, runs(5), &machine),
-        Command::ParallelThreadRing(a) => parallel_thread_ring::records(&a, runs(5), &machine),
-        Command::CountingActor(a) => counting_actor::records(&a, runs(5), &machine),
-        Command::ProducerConsumer(a) => producer_consumer::records(&a, runs(5), &machine),
-        Command::SelfSend(a) => self_send::records(&a, runs(5), &machine),
-        Command::NamedPingPong(a) => ping_pong::named_records(&a, runs(5), &machine),
-        Command::StateSwitch(a) => state_switch::records(&a, runs(5), &machine),
         Command::Restart(a) => restart::records(&a, runs(1), &machine),
         Command::SelfSendGrid(a) => {
             scenarios::self_send::validate_scale(a.scale).unwrap_or_else(|e| usage_error(&e));
@@ -65,10 +65,10 @@ fn main() {
             suite(&plan, runs(5), &machine)
         }
         Command::Timers(a) => timers::records(&a, runs(3), &machine),
-        Command::RequestReply(a) => chains::request_reply_records(&a, runs(5), &machine),
+        Command::RequestReply(a) => single(&Step::RequestReply(a), runs(5), &machine),
+        Command::ChainThroughput(a) => single(&Step::ChainThroughput(a), runs(5), &machine),
         Command::SpawnDeliver(a) => async_interop::spawn_deliver_records(&a, runs(5), &machine),
         Command::AsyncAsk(a) => async_interop::async_ask_records(&a, runs(5), &machine),
-        Command::ChainThroughput(a) => chains::chain_throughput_records(&a, runs(5), &machine),
         Command::IdleCpu(a) => idle_cpu::records(&a, runs(3), &machine),
         Command::HttpLoad(a) => http_load::records(&a, runs(3), &machine),
         Command::Locality(a) => locality::records(&a, runs(3), &machine),
@@ -96,6 +96,14 @@ fn main() {
             }
         },
         Command::Quick => suite(&plans::quick(), runs(3), &machine),
+        Command::Floor(a) => {
+            let floors = floor::floors(&a).unwrap_or_else(|e| usage_error(&e));
+            floor::records(&floors, runs(3), &machine)
+        }
+        Command::IdleAgents(a) => {
+            idle_agents::validate(&a).unwrap_or_else(|e| usage_error(&e));
+            idle_agents::records(&a, runs(1), &machine)
+        }
         Command::Full => suite(&plans::full(), runs(5), &machine),
         Command::RemotePingPong(a) => {
             remote_ping_pong::validate(&a).unwrap_or_else(|e| usage_error(&e));

@@ -3,7 +3,9 @@
 //! The JSON format (one object per line) is stable: scripts (and the peer comparison to come)
 //! read it:
 //! `{"scenario", "variant", "params", "metric", "value", "min", "max", "runs", "ok", "error",
-//!   "machine", "rustc", "commit", "date"}` where `value` is the median of `runs` runs.
+//!   "floor", "ratio_to_floor", "machine", "rustc", "commit", "date"}` where `value` is the
+//! median of `runs` runs and `floor` the same metric of the scenario's hand-written floor
+//! (`null` where it has none).
 
 use crate::machine::Machine;
 use serde::Serialize;
@@ -23,6 +25,11 @@ pub struct Record {
     pub ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The same metric measured on the scenario's floor (see `floors`), if it has one.
+    pub floor: Option<f64>,
+    /// The share of the floor's performance reached (1 at the floor; see
+    /// `floors::ratio_to_floor`).
+    pub ratio_to_floor: Option<f64>,
     #[serde(flatten)]
     pub machine: Machine,
 }
@@ -49,6 +56,8 @@ impl Record {
             runs: samples.len(),
             ok: true,
             error: None,
+            floor: None,
+            ratio_to_floor: None,
             machine: machine.clone(),
         }
     }
@@ -72,6 +81,8 @@ impl Record {
             runs: 0,
             ok: false,
             error: Some(error),
+            floor: None,
+            ratio_to_floor: None,
             machine: machine.clone(),
         }
     }
@@ -124,7 +135,7 @@ pub fn print(records: &[Record], format: Format) {
 }
 
 fn print_table(records: &[Record]) {
-    let rows: Vec<[String; 6]> = records
+    let rows: Vec<[String; 8]> = records
         .iter()
         .map(|r| {
             if r.ok {
@@ -135,6 +146,9 @@ fn print_table(records: &[Record]) {
                     human(r.value, &r.metric),
                     format!("{} .. {}", human(r.min, &r.metric), human(r.max, &r.metric)),
                     r.runs.to_string(),
+                    r.floor.map_or_else(String::new, |f| human(f, &r.metric)),
+                    r.ratio_to_floor
+                        .map_or_else(String::new, |x| format!("{x:.3}")),
                 ]
             } else {
                 [
@@ -142,6 +156,8 @@ fn print_table(records: &[Record]) {
                     r.variant.clone(),
                     "FAILED".into(),
                     r.error.clone().unwrap_or_default(),
+                    String::new(),
+                    String::new(),
                     String::new(),
                     String::new(),
                 ]
@@ -155,6 +171,8 @@ fn print_table(records: &[Record]) {
         "median",
         "min .. max",
         "runs",
+        "floor",
+        "of floor",
     ];
     let mut widths = header.map(str::len);
     for row in &rows {
@@ -162,7 +180,7 @@ fn print_table(records: &[Record]) {
             *w = (*w).max(c.chars().count());
         }
     }
-    let line = |cells: [&str; 6]| {
+    let line = |cells: [&str; 8]| {
         let mut s = String::new();
         for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
             if i >= 3 {

@@ -7,7 +7,7 @@ use crate::commands::{
 };
 use crate::machine::Machine;
 use crate::report::Record;
-use crate::scenarios;
+use crate::{floors, scenarios};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// One step of a suite.
@@ -36,99 +36,96 @@ pub enum Step {
 }
 
 /// Runs every step of `plan` in order, `runs` times each (a latency pipeline once), with a
-/// progress bar on standard error; the records of all steps.
+/// progress bar on standard error; the records of all steps, each with its floor (run once
+/// per suite for every distinct floor).
 pub fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
     let bar = ProgressBar::new(plan.len() as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}").expect("valid template"),
     );
     let mut out = Vec::new();
+    let mut cache = floors::Cache::new();
     for step in plan {
-        match step {
-            Step::PingPong(a) => {
-                bar.set_message(format!("ping-pong {}", a.placement.label()));
-                out.extend(ping_pong::records(a, runs, machine));
-            }
-            Step::Skynet(a) => {
-                bar.set_message(format!("skynet {}", a.placement.label()));
-                out.extend(skynet::records(a, runs, machine));
-            }
-            Step::FanOut(a) => {
-                bar.set_message(format!("fan-out {}", a.placement.label()));
-                out.extend(fan_out::records(a, runs, machine));
-            }
-            Step::ThreadRing(a) => {
-                bar.set_message(format!("thread-ring {}", a.placement.label()));
-                out.extend(thread_ring::records(a, runs, machine));
-            }
-            Step::ParallelThreadRing(a) => {
-                bar.set_message(format!("parallel-thread-ring {}", a.placement.label()));
-                out.extend(parallel_thread_ring::records(a, runs, machine));
-            }
-            Step::CountingActor(a) => {
-                bar.set_message(format!("counting-actor {}", a.placement.label()));
-                out.extend(counting_actor::records(a, runs, machine));
-            }
-            Step::ProducerConsumer(a) => {
-                bar.set_message(format!("producer-consumer {}", a.placement.label()));
-                out.extend(producer_consumer::records(a, runs, machine));
-            }
-            Step::Timers(a) => {
-                bar.set_message(format!("timers {}", a.count));
-                out.extend(timers::records(a, runs, machine));
-            }
-            Step::SelfSend(a) => {
-                bar.set_message(format!(
-                    "self-send {} workers x {} {}",
-                    a.workers,
-                    a.message_count,
-                    scenarios::self_send::placement_of(a.placement).label()
-                ));
-                out.extend(self_send::records(a, runs, machine));
-            }
-            Step::NamedPingPong(a) => {
-                bar.set_message(format!("named-ping-pong {}", a.placement.label()));
-                out.extend(ping_pong::named_records(a, runs, machine));
-            }
-            Step::StateSwitch(a) => {
-                bar.set_message("state-switch");
-                out.extend(state_switch::records(a, runs, machine));
-            }
-            Step::RequestReply(a) => {
-                bar.set_message(format!("request-reply {}", a.placement.label()));
-                out.extend(chains::request_reply_records(a, runs, machine));
-            }
-            Step::ChainThroughput(a) => {
-                bar.set_message(format!("chain-throughput {}", a.placement.label()));
-                out.extend(chains::chain_throughput_records(a, runs, machine));
-            }
-            Step::SpawnDeliver(a) => {
-                bar.set_message("spawn-deliver");
-                out.extend(async_interop::spawn_deliver_records(a, runs, machine));
-            }
-            Step::AsyncAsk(a) => {
-                bar.set_message("async-ask");
-                out.extend(async_interop::async_ask_records(a, runs, machine));
-            }
-            Step::IdleCpu(a) => {
-                bar.set_message(format!("idle-cpu {} s", a.seconds));
-                out.extend(idle_cpu::records(a, runs, machine));
-            }
-            Step::Locality(a) => {
-                bar.set_message("locality");
-                out.extend(locality::records(a, runs, machine));
-            }
-            Step::RemotePingPong(a) => {
-                bar.set_message("remote-ping-pong");
-                out.extend(remote_ping_pong::records(a, runs, machine));
-            }
-            Step::Latency(a) => {
-                bar.set_message(format!("latency {}", a.label()));
-                out.extend(latency::records(a, 1, machine));
-            }
-        }
+        bar.set_message(label(step));
+        out.extend(with_floor(step, runs, machine, &mut cache));
         bar.inc(1);
     }
     bar.finish_and_clear();
     out
+}
+
+/// Runs one step `runs` times and its floor once: its records, with `floor` and
+/// `ratio_to_floor` set where the floor measured the same metric.
+pub fn single(step: &Step, runs: usize, machine: &Machine) -> Vec<Record> {
+    with_floor(step, runs, machine, &mut floors::Cache::new())
+}
+
+fn with_floor(
+    step: &Step,
+    runs: usize,
+    machine: &Machine,
+    cache: &mut floors::Cache,
+) -> Vec<Record> {
+    floors::prepare(step, cache);
+    let mut records = records(step, runs, machine);
+    if records.iter().any(|r| r.ok) {
+        let failed = floors::attach(step, &mut records, cache, machine);
+        records.extend(failed);
+    }
+    records
+}
+
+/// What the progress bar says while `step` runs.
+fn label(step: &Step) -> String {
+    match step {
+        Step::PingPong(a) => format!("ping-pong {}", a.placement.label()),
+        Step::Skynet(a) => format!("skynet {}", a.placement.label()),
+        Step::FanOut(a) => format!("fan-out {}", a.placement.label()),
+        Step::ThreadRing(a) => format!("thread-ring {}", a.placement.label()),
+        Step::ParallelThreadRing(a) => format!("parallel-thread-ring {}", a.placement.label()),
+        Step::CountingActor(a) => format!("counting-actor {}", a.placement.label()),
+        Step::ProducerConsumer(a) => format!("producer-consumer {}", a.placement.label()),
+        Step::Timers(a) => format!("timers {}", a.count),
+        Step::SelfSend(a) => format!(
+            "self-send {} workers x {} {}",
+            a.workers,
+            a.message_count,
+            scenarios::self_send::placement_of(a.placement).label()
+        ),
+        Step::NamedPingPong(a) => format!("named-ping-pong {}", a.placement.label()),
+        Step::StateSwitch(_) => "state-switch".into(),
+        Step::RequestReply(a) => format!("request-reply {}", a.placement.label()),
+        Step::ChainThroughput(a) => format!("chain-throughput {}", a.placement.label()),
+        Step::SpawnDeliver(_) => "spawn-deliver".into(),
+        Step::AsyncAsk(_) => "async-ask".into(),
+        Step::IdleCpu(a) => format!("idle-cpu {} s", a.seconds),
+        Step::Locality(_) => "locality".into(),
+        Step::RemotePingPong(_) => "remote-ping-pong".into(),
+        Step::Latency(a) => format!("latency {}", a.label()),
+    }
+}
+
+/// The records of `step` run `runs` times (a latency pipeline once).
+fn records(step: &Step, runs: usize, machine: &Machine) -> Vec<Record> {
+    match step {
+        Step::PingPong(a) => ping_pong::records(a, runs, machine),
+        Step::Skynet(a) => skynet::records(a, runs, machine),
+        Step::FanOut(a) => fan_out::records(a, runs, machine),
+        Step::ThreadRing(a) => thread_ring::records(a, runs, machine),
+        Step::ParallelThreadRing(a) => parallel_thread_ring::records(a, runs, machine),
+        Step::CountingActor(a) => counting_actor::records(a, runs, machine),
+        Step::ProducerConsumer(a) => producer_consumer::records(a, runs, machine),
+        Step::Timers(a) => timers::records(a, runs, machine),
+        Step::SelfSend(a) => self_send::records(a, runs, machine),
+        Step::NamedPingPong(a) => ping_pong::named_records(a, runs, machine),
+        Step::StateSwitch(a) => state_switch::records(a, runs, machine),
+        Step::RequestReply(a) => chains::request_reply_records(a, runs, machine),
+        Step::ChainThroughput(a) => chains::chain_throughput_records(a, runs, machine),
+        Step::SpawnDeliver(a) => async_interop::spawn_deliver_records(a, runs, machine),
+        Step::AsyncAsk(a) => async_interop::async_ask_records(a, runs, machine),
+        Step::IdleCpu(a) => idle_cpu::records(a, runs, machine),
+        Step::Locality(a) => locality::records(a, runs, machine),
+        Step::RemotePingPong(a) => remote_ping_pong::records(a, runs, machine),
+        Step::Latency(a) => latency::records(a, 1, machine),
+    }
 }

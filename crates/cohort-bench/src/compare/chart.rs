@@ -165,6 +165,7 @@ mod tests {
             .into_iter()
             .map(|case| Row {
                 case,
+                floor_s: Vec::new(),
                 cells: vec![
                     Cell {
                         framework: "cohort",

@@ -155,6 +155,8 @@ fn measure(
             .iter()
             .filter(|f| remote::runs(f.name, case.kind))
             .collect();
+        // The floor's elapsed seconds, as each cohort run reported it.
+        let mut floors = Vec::new();
         let mut cells: Vec<Cell> = frameworks
             .iter()
             .map(|f| Cell {
@@ -183,7 +185,10 @@ fn measure(
                     argv.extend(["--runs".into(), "1".into(), "--json".into()]);
                     runner::output_of(program, &argv, limit).and_then(|out| match case.kind {
                         Kind::RoundTripP50 => remote::cohort_p50(&out),
-                        _ => runner::cohort_elapsed(&out, case.messages),
+                        _ => runner::cohort_elapsed(&out, case.messages).map(|(s, floor)| {
+                            floors.extend(floor);
+                            s
+                        }),
                     })
                 } else {
                     argv.extend(case.peer.iter().cloned());
@@ -202,6 +207,7 @@ fn measure(
         rows.push(Row {
             case: case.clone(),
             cells,
+            floor_s: floors,
         });
     }
     bar.finish_and_clear();

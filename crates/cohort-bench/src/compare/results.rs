@@ -30,6 +30,8 @@ pub struct Cell {
 pub struct Row {
     pub case: Case,
     pub cells: Vec<Cell>,
+    /// The elapsed seconds of the scenario's floor (see `floors`), once per cohort run.
+    pub floor_s: Vec<f64>,
 }
 
 /// A measured cell's summary.
@@ -41,6 +43,8 @@ pub struct Summary {
     pub runs: usize,
     /// This framework's median time over cohort's: 2.0 means cohort took half as long.
     pub ratio: Option<f64>,
+    /// The floor's median time over this framework's: the share of the floor reached.
+    pub of_floor: Option<f64>,
 }
 
 impl Row {
@@ -74,7 +78,13 @@ impl Row {
             max_s,
             runs: s.len(),
             ratio: self.cohort_median().map(|c| median_s / c),
+            of_floor: self.floor_median().map(|f| f / median_s),
         })
+    }
+
+    /// The floor's median elapsed seconds, if cohort's runs reported it.
+    pub fn floor_median(&self) -> Option<f64> {
+        (!self.floor_s.is_empty()).then(|| report::median_min_max(&self.floor_s).0)
     }
 }
 
@@ -109,7 +119,19 @@ pub fn records(rows: &[Row], machine: &Machine) -> Vec<Record> {
                         let rates = samples.iter().map(|&t| rate(row.case.messages, t));
                         ("messages_per_s", rates.collect())
                     };
-                    Record::from_samples(row.case.id, cell.framework, &p, metric, &values, machine)
+                    let mut r = Record::from_samples(
+                        row.case.id,
+                        cell.framework,
+                        &p,
+                        metric,
+                        &values,
+                        machine,
+                    );
+                    if !row.is_latency() {
+                        r.floor = row.floor_median().map(|f| rate(row.case.messages, f));
+                        r.ratio_to_floor = s.of_floor;
+                    }
+                    r
                 }
                 (Outcome::Skipped(why), _) => {
                     p.insert("status".into(), json!("skipped"));
@@ -206,7 +228,8 @@ fn print_table(rows: &[Row], machine: &Machine) {
         machine.machine, machine.cores, machine.rustc, machine.commit, machine.date
     );
     println!(
-        "ratio = the framework's median time / cohort's (above 1: cohort is faster by that factor)"
+        "ratio = the framework's median time / cohort's (above 1: cohort is faster by that factor); \
+         of floor = the hand-written floor's median time / the framework's"
     );
     let header = [
         "scenario",
@@ -215,9 +238,10 @@ fn print_table(rows: &[Row], machine: &Machine) {
         "min .. max",
         "elapsed",
         "ratio",
+        "of floor",
         "runs",
     ];
-    let mut table: Vec<[String; 7]> = Vec::new();
+    let mut table: Vec<[String; 8]> = Vec::new();
     for row in rows {
         for (i, cell) in row.cells.iter().enumerate() {
             let name = if i == 0 {
@@ -234,6 +258,7 @@ fn print_table(rows: &[Row], machine: &Machine) {
                     format!("{:.1} .. {:.1} us", s.min_s * 1e6, s.max_s * 1e6),
                     "-".into(),
                     ratio_text(s.ratio),
+                    "-".into(),
                     s.runs.to_string(),
                 ],
                 (_, Some(s)) => [
@@ -250,6 +275,7 @@ fn print_table(rows: &[Row], machine: &Machine) {
                     ),
                     secs(s.median_s),
                     ratio_text(s.ratio),
+                    s.of_floor.map_or_else(|| "-".into(), |x| format!("{x:.3}")),
                     s.runs.to_string(),
                 ],
                 (Outcome::Skipped(e), None) => note(name, cell.framework, format!("skipped: {e}")),
@@ -270,7 +296,7 @@ fn print_table(rows: &[Row], machine: &Machine) {
         widths[0] = widths[0].max(r[0].len());
         widths[1] = widths[1].max(r[1].len());
     }
-    let line = |cells: &[String; 7]| {
+    let line = |cells: &[String; 8]| {
         let mut s = String::new();
         for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
             if i >= 2 && !cells[3].is_empty() {
@@ -289,11 +315,12 @@ fn print_table(rows: &[Row], machine: &Machine) {
 }
 
 /// A table row whose only content is a note (skipped, failed).
-fn note(name: String, framework: &str, text: String) -> [String; 7] {
+fn note(name: String, framework: &str, text: String) -> [String; 8] {
     [
         name,
         framework.into(),
         text,
+        String::new(),
         String::new(),
         String::new(),
         String::new(),
@@ -323,6 +350,7 @@ mod tests {
                     outcome: Outcome::Skipped("install it".into()),
                 },
             ],
+            floor_s: vec![0.5, 1.0, 1.5],
         }
     }
 
@@ -332,6 +360,7 @@ mod tests {
         let s = r.summary(&r.cells[1]).unwrap();
         assert_eq!((s.median_s, s.min_s, s.max_s, s.runs), (5.0, 4.0, 6.0, 3));
         assert_eq!(s.ratio, Some(2.5));
+        assert_eq!(s.of_floor, Some(0.2));
         assert!(r.summary(&r.cells[2]).is_none());
     }
 

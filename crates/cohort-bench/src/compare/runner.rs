@@ -91,8 +91,9 @@ pub fn peer_elapsed(stdout: &str, messages: u64) -> Result<f64, String> {
 }
 
 /// The elapsed seconds of a cohort-bench run (its JSON records): `elapsed_s`, or, where a
-/// scenario reports a rate only (ping-pong), `messages` / `messages_per_s`.
-pub fn cohort_elapsed(stdout: &str, messages: u64) -> Result<f64, String> {
+/// scenario reports a rate only (ping-pong), `messages` / `messages_per_s`; with the same
+/// figure of the scenario's floor when the records carry one.
+pub fn cohort_elapsed(stdout: &str, messages: u64) -> Result<(f64, Option<f64>), String> {
     let records: Vec<Value> = stdout
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -107,17 +108,20 @@ pub fn cohort_elapsed(stdout: &str, messages: u64) -> Result<f64, String> {
         let e = bad.get("error").and_then(Value::as_str).unwrap_or("not ok");
         return Err(e.to_string());
     }
-    let metric = |name: &str| {
+    let metric = |name: &str, field: &str| {
         records
             .iter()
             .find(|r| r.get("metric").and_then(Value::as_str) == Some(name))
-            .and_then(|r| r.get("value").and_then(Value::as_f64))
+            .and_then(|r| r.get(field).and_then(Value::as_f64))
     };
-    if let Some(s) = metric("elapsed_s") {
-        return Ok(s);
+    if let Some(s) = metric("elapsed_s", "value") {
+        return Ok((s, metric("elapsed_s", "floor")));
     }
-    match metric("messages_per_s") {
-        Some(rate) if rate > 0.0 => Ok(messages as f64 / rate),
+    let floor = metric("messages_per_s", "floor")
+        .filter(|r| *r > 0.0)
+        .map(|r| messages as f64 / r);
+    match metric("messages_per_s", "value") {
+        Some(rate) if rate > 0.0 => Ok((messages as f64 / rate, floor)),
         _ => Err("neither elapsed_s nor messages_per_s in the records".into()),
     }
 }
@@ -139,12 +143,12 @@ mod tests {
     #[test]
     fn reads_cohort_records() {
         let rate = r#"{"metric":"messages_per_s","value":100.0,"ok":true}"#;
-        assert_eq!(cohort_elapsed(rate, 50), Ok(0.5));
+        assert_eq!(cohort_elapsed(rate, 50), Ok((0.5, None)));
         let both = format!(
             "{rate}\n{}",
             r#"{"metric":"elapsed_s","value":0.25,"ok":true}"#
         );
-        assert_eq!(cohort_elapsed(&both, 50), Ok(0.25));
+        assert_eq!(cohort_elapsed(&both, 50), Ok((0.25, None)));
         let failed = r#"{"metric":"error","value":null,"ok":false,"error":"wrong sum"}"#;
         assert_eq!(cohort_elapsed(failed, 1), Err("wrong sum".into()));
     }

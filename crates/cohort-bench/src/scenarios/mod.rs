@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod counting_actor;
 pub mod fan_out;
 pub mod http_load;
+pub mod idle_agents;
 pub mod idle_cpu;
 pub mod latency;
 pub mod locality;

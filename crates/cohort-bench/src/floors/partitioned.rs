@@ -1,0 +1,140 @@
+//! Floors for independent agents on a pool of N threads: the agents split into N equal
+//! shares, each thread running its share as the one-thread floor does (one `VecDeque`, a
+//! loop), with nothing shared between threads but the start and the join. A pool can do no
+//! better than this split, since the agents never talk to each other.
+
+use super::one_thread::check;
+use std::collections::VecDeque;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Self-send: `workers` agents, each sending itself `start_batch` signals and then one per
+/// handled signal until it has sent `message_count`, on `threads` threads; every worker's
+/// handled count is checked. The time from the threads' start to the last join.
+pub fn self_send(
+    workers: u64,
+    message_count: u64,
+    start_batch: u64,
+    threads: usize,
+) -> Result<Duration, String> {
+    let shares = split(workers as usize, threads);
+    let start = Instant::now();
+    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = shares
+            .iter()
+            .map(|&n| s.spawn(move || self_send_share(n, message_count, start_batch)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a floor thread panicked".into()))
+            })
+            .collect()
+    });
+    let elapsed = start.elapsed();
+    results.into_iter().collect::<Result<(), String>>()?;
+    Ok(elapsed)
+}
+
+fn self_send_share(workers: usize, message_count: u64, start_batch: u64) -> Result<(), String> {
+    /// A signal to worker `.0`.
+    struct Signal(u32);
+    let mut sent = vec![0u64; workers];
+    let mut handled = vec![0u64; workers];
+    let batch = start_batch.clamp(1, message_count);
+    let mut queue = VecDeque::with_capacity(workers * batch as usize);
+    for (w, s) in sent.iter_mut().enumerate() {
+        for _ in 0..batch {
+            queue.push_back(Signal(w as u32));
+        }
+        *s = batch;
+    }
+    while let Some(Signal(w)) = queue.pop_front() {
+        let w = w as usize;
+        handled[w] += 1;
+        if sent[w] < message_count {
+            sent[w] += 1;
+            queue.push_back(Signal(w as u32));
+        }
+    }
+    for h in black_box(&handled) {
+        check("signals handled by a worker", *h, message_count)?;
+    }
+    Ok(())
+}
+
+/// What the 1:N floor measured.
+pub struct FanOut {
+    /// From the first send to the last worker's check.
+    pub elapsed: Duration,
+    /// The send loop alone (the slowest thread's).
+    pub send: Duration,
+}
+
+/// 1:N: `messages` numbers delivered to each of `workers` queues (one per subscriber), on
+/// `threads` threads each serving its share of the subscribers; each worker's sum is checked.
+pub fn fan_out(workers: u32, messages: u32, threads: usize) -> Result<FanOut, String> {
+    let shares = split(workers as usize, threads);
+    let start = Instant::now();
+    let results: Vec<Result<Duration, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = shares
+            .iter()
+            .map(|&n| s.spawn(move || fan_out_share(n, messages)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a floor thread panicked".into()))
+            })
+            .collect()
+    });
+    let elapsed = start.elapsed();
+    let mut send = Duration::ZERO;
+    for r in results {
+        send = send.max(r?);
+    }
+    Ok(FanOut { elapsed, send })
+}
+
+fn fan_out_share(workers: usize, messages: u32) -> Result<Duration, String> {
+    let mut queues: Vec<VecDeque<u32>> = (0..workers)
+        .map(|_| VecDeque::with_capacity(messages as usize))
+        .collect();
+    let start = Instant::now();
+    for i in 0..black_box(messages) {
+        for q in &mut queues {
+            q.push_back(i);
+        }
+    }
+    let send = start.elapsed();
+    let expected = u64::from(messages) * u64::from(messages.saturating_sub(1)) / 2;
+    for q in &mut queues {
+        let sum: u64 = q.drain(..).map(u64::from).sum();
+        check("sum of a worker", black_box(sum), expected)?;
+    }
+    Ok(send)
+}
+
+/// `n` items in `parts` shares as equal as possible (no empty share when `n >= parts`).
+fn split(n: usize, parts: usize) -> Vec<usize> {
+    let parts = parts.clamp(1, n.max(1));
+    (0..parts)
+        .map(|p| n / parts + usize::from(p < n % parts))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_and_sums() {
+        assert_eq!(split(5, 2), vec![3, 2]);
+        assert_eq!(split(1, 4), vec![1]);
+        self_send(5, 100, 3, 2).unwrap();
+        self_send(3, 2, 100, 1).unwrap();
+        fan_out(5, 100, 2).unwrap();
+    }
+}

@@ -1,0 +1,147 @@
+//! Idle agents: `agents` registered agents in `coops` cooperations, started and then left
+//! idle, as the memory a large system of mostly quiet agents pays: the allocator's live
+//! bytes (every thread's, by block size) and the growth of the process's RSS, per agent.
+//!
+//! The agent is zero-sized, so what is measured is what the runtime adds to any agent: its
+//! cell, its share of its cooperation and of its queue, and, when it subscribes, its
+//! subscription to one message type.
+
+use super::Placement;
+use crate::alloc::{self, Live};
+use crate::rss;
+use cohort::{Agent, Context, DefineError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Agents whose `start` has run, in the current measurement.
+static STARTED: AtomicU64 = AtomicU64::new(0);
+
+/// A message the subscribed agent handles (never sent).
+struct Poke;
+
+/// An idle agent subscribed to [`Poke`].
+pub struct Subscribed;
+/// An idle agent without any subscription.
+pub struct Bare;
+
+impl Agent for Subscribed {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|_: &mut Self, _: &Poke, _: &mut Context<'_, Self>| {})?;
+        Ok(())
+    }
+    fn start(&mut self, _: &mut Context<'_, Self>) {
+        STARTED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Agent for Bare {
+    fn start(&mut self, _: &mut Context<'_, Self>) {
+        STARTED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What one measurement registers.
+#[derive(Debug, Clone, Copy)]
+pub struct Setup {
+    pub agents: u64,
+    pub coops: u64,
+    /// Each agent subscribes to one message type.
+    pub subscribed: bool,
+    pub placement: Placement,
+}
+
+/// What one measurement found.
+pub struct Outcome {
+    /// What stayed allocated from the first registration until every agent had started.
+    pub live: Live,
+    /// RSS growth over the same span, where the OS tells it.
+    pub rss_delta: Option<i64>,
+    /// From the first registration until every agent had started.
+    pub elapsed: Duration,
+}
+
+/// How long the agents may take to start before the measurement fails.
+const START_LIMIT: Duration = Duration::from_secs(300);
+
+/// Checks the sizes.
+pub fn validate(agents: u64, coops: u64) -> Result<(), String> {
+    if coops == 0 || agents < coops {
+        return Err(format!(
+            "--agents ({agents}) must be at least --coops ({coops}), which must be at least 1"
+        ));
+    }
+    if agents > 20_000_000 {
+        return Err(format!(
+            "--agents {agents}: at most 20,000,000 fit in memory"
+        ));
+    }
+    Ok(())
+}
+
+/// Registers the agents of `setup`, waits until all have started, measures, then stops.
+pub fn run_once(setup: Setup) -> Result<Outcome, String> {
+    validate(setup.agents, setup.coops)?;
+    setup.placement.validate()?;
+    let env = cohort::Environment::builder()
+        .start()
+        .map_err(|e| e.to_string())?;
+    let binder = setup.placement.binder(&env)?;
+    STARTED.store(0, Ordering::Relaxed);
+    let rss_before = rss::current_bytes();
+    let started = Instant::now();
+    let (registered, live) = alloc::process_live_of(|| -> Result<Duration, String> {
+        for c in 0..setup.coops {
+            let n = setup.agents / setup.coops + u64::from(c < setup.agents % setup.coops);
+            let mut coop = env.new_coop();
+            coop.reserve(n as usize).set_binder(binder.clone());
+            for _ in 0..n {
+                if setup.subscribed {
+                    coop.add(Subscribed);
+                } else {
+                    coop.add(Bare);
+                }
+            }
+            env.register_coop(coop).map_err(|e| e.to_string())?;
+        }
+        // A benchmark's wait, not a test's: poll until the last `start` has run.
+        while STARTED.load(Ordering::Relaxed) < setup.agents {
+            if started.elapsed() > START_LIMIT {
+                return Err(format!(
+                    "only {} of {} agents started within {START_LIMIT:?}",
+                    STARTED.load(Ordering::Relaxed),
+                    setup.agents
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(started.elapsed())
+    });
+    let rss_after = rss::current_bytes();
+    env.stop_and_wait();
+    Ok(Outcome {
+        elapsed: registered?,
+        live,
+        rss_delta: rss_before.zip(rss_after).map(|(b, a)| a as i64 - b as i64),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::Dispatcher;
+
+    #[test]
+    fn every_agent_starts_and_holds_memory() {
+        let o = crate::watchdog::within(60, || {
+            run_once(Setup {
+                agents: 1_000,
+                coops: 100,
+                subscribed: true,
+                placement: Placement::of(Dispatcher::OneThread),
+            })
+        })
+        .unwrap();
+        assert!(o.live.net_bytes > 1_000 * 16, "{}", o.live.net_bytes);
+        assert!(validate(10, 0).is_err() && validate(5, 10).is_err());
+    }
+}
