@@ -367,10 +367,15 @@ pub fn floors_of(step: &Step) -> Result<Vec<Floor>, &'static str> {
             );
         }
         Step::IdleCpu(_) => return Err("idle-cpu: an idle process's floor is 0 % CPU"),
-        Step::SpawnDeliver(_) | Step::AsyncAsk(_) => {
+        Step::SpawnDeliver(_) => {
             return Err(
-                "spawn-deliver, async-ask: the tokio runtime and its hand-off back to the \
-                        agent are the work measured; not floored yet",
+                "spawn-deliver: the tokio runtime and its hand-off back to the agent are \
+                        the work measured; not floored yet",
+            );
+        }
+        Step::AsyncAsk(_) => {
+            return Err(
+                "async-ask: an ask is a request, a timer and a reply event; not floored yet",
             );
         }
         Step::Locality(_) => {
