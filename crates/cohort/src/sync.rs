@@ -1,32 +1,32 @@
-//! Synchronisation primitives, switched to loom's under `--cfg loom` for the model tests.
+//! Synchronisation primitives, switched to loom's under `--cfg cohort_loom` for the model tests.
 
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) use loom::sync::Mutex;
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
 };
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) use loom::thread::{Thread, current as current_thread, park};
 
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) use std::sync::Mutex;
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU8, AtomicU64, AtomicUsize, Ordering, fence,
 };
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) use std::thread::{Thread, current as current_thread, park};
 
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) use crossbeam_queue::SegQueue;
 
 /// A stand-in for `crossbeam_queue::SegQueue` that loom can model (a locked deque: the
 /// model checks the protocol around the queue, crossbeam checks its own queue).
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) struct SegQueue<T>(loom::sync::Mutex<std::collections::VecDeque<T>>);
 
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 impl<T> SegQueue<T> {
     pub(crate) fn new() -> Self {
         Self(loom::sync::Mutex::new(std::collections::VecDeque::new()))
@@ -46,11 +46,11 @@ impl<T> SegQueue<T> {
 }
 
 /// A cell handed from thread to thread by a protocol of its owner (no lock of its own), whose
-/// accesses loom checks for data races under `--cfg loom`; a plain `UnsafeCell` otherwise.
-#[cfg(not(loom))]
+/// accesses loom checks for data races under `--cfg cohort_loom`; a plain `UnsafeCell` otherwise.
+#[cfg(not(cohort_loom))]
 pub(crate) struct HandOffCell<T>(std::cell::UnsafeCell<T>);
 
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 impl<T> HandOffCell<T> {
     pub(crate) const fn new(v: T) -> Self {
         Self(std::cell::UnsafeCell::new(v))
@@ -68,10 +68,10 @@ impl<T> HandOffCell<T> {
 }
 
 /// A cell handed from thread to thread by a protocol of its owner: loom's checked cell.
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) struct HandOffCell<T>(loom::cell::UnsafeCell<T>);
 
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 impl<T> HandOffCell<T> {
     pub(crate) fn new(v: T) -> Self {
         Self(loom::cell::UnsafeCell::new(v))
@@ -90,14 +90,14 @@ impl<T> HandOffCell<T> {
 /// A short wait for another thread that is in the middle of a few stores (a sender linking
 /// the next block of a remote half, see `queue/remote_blocks.rs`): `snooze` spins, then
 /// yields its core (that thread may have been descheduled on a machine with few cores).
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) use crossbeam_utils::Backoff;
 
 /// A wait for another thread: under loom, each `snooze` yields to the model's scheduler.
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) struct Backoff;
 
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 impl Backoff {
     pub(crate) fn new() -> Self {
         Backoff
@@ -111,14 +111,14 @@ impl Backoff {
 /// Reads `a` for a wait loop. Under loom a plain load may return an old value again and
 /// again (the model explores each), so a waiting loop there reads with a read-modify-write,
 /// which always sees the latest value.
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 #[inline]
 pub(crate) fn load_latest(a: &AtomicU64) -> u64 {
     a.load(Ordering::Acquire)
 }
 
 /// Reads `a` for a wait loop (loom: a read-modify-write, see the other build's doc).
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) fn load_latest(a: &AtomicU64) -> u64 {
     a.fetch_add(0, Ordering::Acquire)
 }

@@ -67,10 +67,10 @@ pub(super) struct ThreadSide<T> {
 
 /// A per-queue word that a pool's policy owns (`work_stealing`: the queue's home worker;
 /// `adv_thread_pool`: its thread-safe demands in flight); the queue only stores it.
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) type PolicyWord = std::sync::atomic::AtomicU32;
 /// A per-queue word that a pool's policy owns (loom's, so a model checks the protocol on it).
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) type PolicyWord = loom::sync::atomic::AtomicU32;
 
 /// The demand queue of one or more agents.
@@ -503,7 +503,7 @@ impl<T: QueueItem> Drop for EventQueue<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(cohort_loom)))]
 mod layout_tests {
     use super::*;
 

@@ -2,7 +2,7 @@
 
 mod event_queue;
 mod local_ring;
-#[cfg(all(test, loom))]
+#[cfg(all(test, cohort_loom))]
 pub(crate) mod loom_model;
 mod pool_state;
 mod remote_blocks;

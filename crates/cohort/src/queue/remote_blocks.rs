@@ -30,10 +30,10 @@ use std::mem::MaybeUninit;
 use std::ptr;
 
 /// Slots per block.
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) const BLOCK_CAP: u64 = 31;
 /// Slots per block (small under loom, so that a model crosses blocks).
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 pub(crate) const BLOCK_CAP: u64 = 3;
 /// Indices per block: its slots and the marker.
 pub(crate) const LAP: u64 = BLOCK_CAP + 1;

@@ -9,12 +9,12 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr;
 
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 thread_local! {
     /// The queue the current thread is running, or null.
     static RUNNING: Cell<*const ()> = const { Cell::new(ptr::null()) };
 }
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 loom::thread_local! {
     static RUNNING: Cell<*const ()> = Cell::new(ptr::null());
 }

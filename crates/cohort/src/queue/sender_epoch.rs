@@ -6,11 +6,11 @@
 
 use std::cell::Cell;
 
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 thread_local! {
     static EPOCH: Cell<u64> = const { Cell::new(0) };
 }
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 loom::thread_local! {
     static EPOCH: Cell<u64> = Cell::new(0);
 }

@@ -6,7 +6,7 @@
 //! producer publishes work then checks `sleeping`, each with a `SeqCst` fence in between, so
 //! at least one of them sees the other and no wake-up is lost. `std::thread::park` keeps an
 //! unpark token, so an unpark that lands before the park is not lost either.
-//! The loom model at the end of this file checks exactly this (`RUSTFLAGS="--cfg loom"`).
+//! The loom model at the end of this file checks exactly this (`RUSTFLAGS="--cfg cohort_loom"`).
 
 use crate::sync::{AtomicBool, AtomicU8, Mutex, Thread, current_thread, fence, park};
 use std::sync::Arc;
@@ -79,7 +79,7 @@ impl Wakeup {
     }
 
     /// As [`Wakeup::sleep`], but parks for at most `timeout`.
-    #[cfg(not(loom))]
+    #[cfg(not(cohort_loom))]
     pub(crate) fn sleep_timeout(&self, timeout: std::time::Duration, has_work: impl Fn() -> bool) {
         self.sleeping.store(true, Relaxed);
         fence(SeqCst);
@@ -90,7 +90,7 @@ impl Wakeup {
     }
 
     /// Under loom (no timed park): as [`Wakeup::sleep`].
-    #[cfg(loom)]
+    #[cfg(cohort_loom)]
     pub(crate) fn sleep_timeout(&self, _timeout: std::time::Duration, has_work: impl Fn() -> bool) {
         self.sleep(has_work)
     }

@@ -120,7 +120,7 @@ impl<E, L> std::ops::Deref for EnvRef<E, L> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(cohort_loom)))]
 mod tests {
     use super::*;
 
@@ -145,7 +145,7 @@ mod tests {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, cohort_loom))]
 mod loom_model {
     use super::*;
     use loom::sync::atomic::AtomicU8;

@@ -17,7 +17,7 @@
 //! puts work where others can take it (Dekker with each worker's [`Wakeup`]).
 
 mod adv;
-#[cfg(all(test, loom))]
+#[cfg(all(test, cohort_loom))]
 mod loom_model;
 pub(crate) mod params;
 mod park;

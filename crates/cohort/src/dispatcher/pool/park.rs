@@ -38,7 +38,7 @@ impl ForeverParked {
         // Loom models SeqCst loads and read-modify-writes as acquire/release, not as members
         // of one total order; the fence gives its model the order that the slot's SeqCst swap
         // and this SeqCst load have in a real build.
-        #[cfg(loom)]
+        #[cfg(cohort_loom)]
         fence(Ordering::SeqCst);
         if self.count.load(Ordering::SeqCst) == 0 {
             return;

@@ -1,7 +1,7 @@
 //! `prio_one_thread`: one worker thread serving its agents by priority, with a queue of
 //! demands per priority (the loop is in [`worker`]).
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, cohort_loom))]
 mod loom_model;
 mod worker;
 

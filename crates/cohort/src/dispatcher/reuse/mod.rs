@@ -2,7 +2,7 @@
 //! count, the setters of thread builders.
 
 pub(crate) mod bound_count;
-#[cfg(all(test, loom))]
+#[cfg(all(test, cohort_loom))]
 mod loom_model;
 pub(crate) mod worker;
 
@@ -10,7 +10,7 @@ pub(crate) mod worker;
 /// mailboxes it sent to) goes before it parks.
 #[inline]
 pub(crate) fn release_thread_caches() {
-    #[cfg(not(loom))]
+    #[cfg(not(cohort_loom))]
     crate::mailbox::multi_consumer::release_thread_tables();
 }
 

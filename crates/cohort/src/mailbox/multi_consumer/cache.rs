@@ -95,7 +95,7 @@ pub(super) fn put(slot: u8, stamp: u64, table: Arc<ByType>) {
 }
 
 /// Drops every table this thread keeps (a worker about to park or exit).
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) fn release() {
     let kept = SLOTS_OF_THIS_THREAD
         .try_with(|s| {

@@ -5,12 +5,12 @@
 use crate::queue::sender_epoch;
 use std::cell::Cell;
 
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 thread_local! {
     /// The broadcast log this thread appended to last, and the sender epoch of that append.
     static LAST_APPEND: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
 }
-#[cfg(loom)]
+#[cfg(cohort_loom)]
 loom::thread_local! {
     static LAST_APPEND: Cell<(usize, u64)> = Cell::new((0, 0));
 }

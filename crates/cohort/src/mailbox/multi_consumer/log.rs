@@ -47,7 +47,7 @@ use std::sync::{Arc, PoisonError};
 /// A rejection's report (dead letters), deferred while a log's lock is held.
 type Report = Box<dyn FnOnce()>;
 
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 thread_local! {
     /// Rejections counted while this thread holds a log's writer lock, reported once it is
     /// released: a dead-letter hook may send to the same mailbox, which appends again.
@@ -57,7 +57,7 @@ thread_local! {
 
 /// Runs `report` now, or after the log lock this thread holds is released.
 fn report(report: Report) {
-    #[cfg(not(loom))]
+    #[cfg(not(cohort_loom))]
     let report = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
         Some(later) => {
             later.push(report);
@@ -65,13 +65,13 @@ fn report(report: Report) {
         }
         None => Some(report),
     });
-    #[cfg(not(loom))]
+    #[cfg(not(cohort_loom))]
     let Some(report) = report else { return };
     report()
 }
 
 /// Entries per segment.
-const SEGMENT: usize = if cfg!(loom) { 2 } else { 256 };
+const SEGMENT: usize = if cfg!(cohort_loom) { 2 } else { 256 };
 
 /// The queue side of a log: what a group is and how a marker reaches it.
 pub(crate) trait LogGroup: Send + Sync + Sized + 'static {
@@ -217,10 +217,10 @@ impl<G: LogGroup> BroadcastLog<G> {
     pub(crate) fn append(self: &Arc<Self>, entry: G::Entry, forced: bool) {
         // An append may run inside another one (a dead-letter hook reached from a marker
         // push): its reports then wait for the outer lock too.
-        #[cfg(not(loom))]
+        #[cfg(not(cohort_loom))]
         let outer = DEFERRED.with(|d| d.borrow_mut().replace(Vec::new()));
         self.append_locked(entry, forced);
-        #[cfg(not(loom))]
+        #[cfg(not(cohort_loom))]
         for r in DEFERRED
             .with(|d| std::mem::replace(&mut *d.borrow_mut(), outer))
             .into_iter()
@@ -365,7 +365,7 @@ impl<G: LogGroup> Marker<G> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(cohort_loom)))]
 mod tests {
     use super::*;
     use std::sync::Mutex as StdMutex;
@@ -592,7 +592,7 @@ mod tests {
     }
 }
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, cohort_loom))]
 mod loom_model {
     //! The marker hand-off: a sender that appends and a group that runs its markers; no
     //! entry is left without a marker that handles it (no lost wake-up), none handled twice.

@@ -40,7 +40,7 @@ mod last_append;
 mod log;
 mod queue_group;
 // Its one caller (`queue/wakeup.rs`) is compiled out under loom.
-#[cfg(not(loom))]
+#[cfg(not(cohort_loom))]
 pub(crate) use cache::release as release_thread_tables;
 pub(crate) use log::Marker;
 pub(crate) use queue_group::QueueGroup;
