@@ -123,7 +123,7 @@ pub enum Command {
     /// output).
     Report(report_cmd::ReportArgs),
     /// Every scenario at a reduced size, with a progress bar and a summary table (< 2 min).
-    Quick,
+    Quick(QuickArgs),
     /// A scenario's work written by hand without any framework (or every scenario's, with
     /// `all`), at the sizes `quick` runs it with: the floors the suite's records compare to.
     Floor(floor::FloorArgs),
@@ -135,6 +135,15 @@ pub enum Command {
     /// The same scenarios on cohort and on actix, kameo, ractor and CAF (peers/), interleaved
     /// in one run: per scenario each framework's median, min-max and ratio to cohort.
     Compare(compare::CompareArgs),
+}
+
+/// `quick`'s flags.
+#[derive(clap::Args, Clone, Debug)]
+pub struct QuickArgs {
+    /// Tiny sizes: checks that every scenario runs and gives its records, in seconds even in a
+    /// debug build (CI's smoke test; no figures).
+    #[arg(long)]
+    pub tiny: bool,
 }
 
 impl Common {

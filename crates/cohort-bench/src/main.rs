@@ -95,7 +95,14 @@ fn main() {
                 std::process::exit(2);
             }
         },
-        Command::Quick => suite(&plans::quick(), runs(3), &machine),
+        Command::Quick(a) => {
+            let size = if a.tiny {
+                plans::QuickSize::Tiny
+            } else {
+                plans::QuickSize::Reduced
+            };
+            suite(&plans::quick(size), runs(3), &machine)
+        }
         Command::Floor(a) => {
             let floors = floor::floors(&a).unwrap_or_else(|e| usage_error(&e));
             floor::records(&floors, runs(3), &machine)

@@ -25,7 +25,7 @@ pub fn floors(a: &FloorArgs) -> Result<Vec<Floor>, String> {
     let plan = if a.full {
         plans::full()
     } else {
-        plans::quick()
+        plans::quick(plans::QuickSize::Reduced)
     };
     let names: Vec<&str> = plan.iter().map(floors::scenario_of).collect();
     if a.scenario != "all" && !names.contains(&a.scenario.as_str()) {

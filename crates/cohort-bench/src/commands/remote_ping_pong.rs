@@ -43,15 +43,15 @@ pub struct RemotePingPongArgs {
 }
 
 /// The suite's reduced run: adaptive batching, both nodes in this process, 1 and 10
-/// clients x 20,000 messages, 2,000 latency round trips.
-pub fn quick_args() -> RemotePingPongArgs {
+/// clients x 20,000 messages, 2,000 latency round trips (500 and 100 when `tiny`).
+pub fn quick_args(tiny: bool) -> RemotePingPongArgs {
     RemotePingPongArgs {
         clients: vec![1, 10],
-        messages: 20_000,
+        messages: if tiny { 500 } else { 20_000 },
         in_flight: 50,
         batching: vec![Policy::Adaptive],
         processes: vec![Processes::One],
-        latency_round_trips: 2_000,
+        latency_round_trips: if tiny { 100 } else { 2_000 },
         worker_spin_us: 0,
     }
 }

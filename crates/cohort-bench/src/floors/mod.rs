@@ -497,7 +497,7 @@ mod tests {
 
     #[test]
     fn every_quick_step_has_one_primary_floor_or_a_reason() {
-        for step in crate::plans::quick() {
+        for step in crate::plans::quick(crate::plans::QuickSize::Reduced) {
             match floors_of(&step) {
                 Ok(fs) => assert_eq!(
                     fs.iter().filter(|f| f.primary).count(),

@@ -103,61 +103,90 @@ fn pool_ping_pongs(count: u64) -> Vec<Step> {
     .collect()
 }
 
-/// `quick`: every scenario at a reduced size.
-pub fn quick() -> Vec<Step> {
+/// The sizes `quick` runs its scenarios at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuickSize {
+    /// A few minutes in a release build: the figures of the README and the A/B runs.
+    Reduced,
+    /// A few seconds even in a debug build: checks that every scenario runs and gives its
+    /// records (CI's smoke test; never figures).
+    Tiny,
+}
+
+impl QuickSize {
+    /// `n` at the reduced size, or a hundredth of it (at least 100) at the tiny one.
+    fn of(self, n: u64) -> u64 {
+        match self {
+            Self::Reduced => n,
+            Self::Tiny => (n / 100).max(100),
+        }
+    }
+}
+
+/// `quick`: every scenario at a reduced (or tiny) size.
+pub fn quick(size: QuickSize) -> Vec<Step> {
+    let n = |count: u64| size.of(count);
+    let tiny = size == QuickSize::Tiny;
     let mut plan = vec![
-        Step::IdleCpu(idle_cpu::IdleCpuArgs { seconds: 1.0 }),
+        Step::IdleCpu(idle_cpu::IdleCpuArgs {
+            seconds: if tiny { 0.1 } else { 1.0 },
+        }),
         Step::Locality(locality::locality_plan(true)),
         Step::PingPong(PingPongArgs {
-            count: 1_000_000,
+            count: n(1_000_000),
             mbox: ping_pong::Mailbox::Direct,
             limits: false,
             placement: Placement::of(Dispatcher::OneThread),
         }),
         Step::PingPong(PingPongArgs {
-            count: 200_000,
+            count: n(200_000),
             mbox: ping_pong::Mailbox::Direct,
             limits: false,
             placement: Placement::of(Dispatcher::ActiveObj),
         }),
     ];
-    plan.extend(pool_ping_pongs(200_000));
+    plan.extend(pool_ping_pongs(n(200_000)));
     plan.push(Step::NamedPingPong(NamedPingPongArgs {
-        count: 300_000,
+        count: n(300_000),
         placement: Placement::of(Dispatcher::OneThread),
     }));
-    plan.push(Step::StateSwitch(StateSwitchArgs { count: 300_000 }));
+    plan.push(Step::StateSwitch(StateSwitchArgs { count: n(300_000) }));
     plan.push(Step::Skynet(SkynetArgs {
-        leaves: 1_000_000,
+        leaves: n(1_000_000),
         branching: 10,
         placement: Placement::of(Dispatcher::OneThread),
     }));
-    plan.extend(thread_rings(1_000_000));
-    plan.extend(parallel_thread_rings(1_000_000));
-    plan.extend(floods(1_000_000, 1_000_000));
+    plan.extend(thread_rings(n(1_000_000)));
+    plan.extend(parallel_thread_rings(n(1_000_000)));
+    plan.extend(floods(n(1_000_000), n(1_000_000)));
+    let fan_out_messages = n(20_000) as u32;
     plan.extend(fan_outs(
-        &[(100, 20_000)],
+        &[(100, fan_out_messages)],
         &[Dispatcher::ActiveGroup, Dispatcher::ThreadPool],
     ));
     for placement in sobjectizer_grids::pool_grid(2, &[4, 100]) {
         plan.push(Step::SelfSend(SelfSendArgs {
             workers: self_send::WORKERS,
-            message_count: 20_000,
+            message_count: n(20_000),
             start_batch: self_send::START_BATCH,
             placement,
         }));
     }
-    plan.extend(latency::quick_runs().into_iter().map(Step::Latency));
+    plan.extend(latency::quick_runs(tiny).into_iter().map(Step::Latency));
     // Skynet on thread_pool(2) with either fifo, at a tenth of the size.
     plan.extend(
-        sobjectizer_grids::skynets(100_000, &[2])
+        sobjectizer_grids::skynets(n(100_000), &[2])
             .into_iter()
             .skip(1),
     );
-    plan.push(timers_step(100_000, 200, 1000));
-    plan.extend(chain_steps(20_000, 200_000));
-    plan.extend(async_steps(100_000, 20_000));
-    plan.push(Step::RemotePingPong(remote_ping_pong::quick_args()));
+    plan.push(if tiny {
+        timers_step(1_000, 20, 100)
+    } else {
+        timers_step(100_000, 200, 1000)
+    });
+    plan.extend(chain_steps(n(20_000), n(200_000)));
+    plan.extend(async_steps(n(100_000), n(20_000)));
+    plan.push(Step::RemotePingPong(remote_ping_pong::quick_args(tiny)));
     plan
 }
 
