@@ -115,8 +115,7 @@ where
                     .abort_handle()
             })
         };
-        // SAFETY: a context exists only on the thread that runs the agent (or registers it).
-        unsafe { *cell.header.spawned.get() = true };
+        cell.header.set_spawned();
         Ok(FutureId(id))
     }
 }

@@ -162,8 +162,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
         // SAFETY: the cell is alive while its demands run.
         let header = unsafe { &this.as_ref().header };
-        // SAFETY: we run the agent's queue.
-        if !unsafe { header.started() } {
+        if !header.started() {
             // SAFETY: the agent is registered (its queue is bound).
             let queue = unsafe { header.queue() };
             let local = queue.local().expect("a handler runs on its queue's worker");
@@ -184,9 +183,9 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool {
         // SAFETY: the cell is alive while its demands run, and we run its queue.
         let header = unsafe { &this.as_ref().header };
-        // SAFETY: we run the agent's queue (caller).
-        let started = unsafe { header.started() };
-        started && header.status() != FINISHED && self.subs.shared(mbox, msg.key()).is_some()
+        header.started()
+            && header.status() != FINISHED
+            && self.subs.shared(mbox, msg.key()).is_some()
     }
 
     fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
@@ -203,12 +202,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     }
 
     fn start(&mut self, this: NonNull<DynCell>) {
-        // SAFETY: the cell is alive and we run its queue.
-        unsafe { this.as_ref().header.set_started() };
         // SAFETY: the cell is alive while its demands run.
         let cell = unsafe { this.as_ref() };
-        // SAFETY: we run the agent's queue, the only thread that touches the flag now.
-        if unsafe { *cell.header.spawned.get() } {
+        cell.header.set_started();
+        if cell.header.spawned() {
             // Futures spawned in `define` start now, so that their output comes after this.
             crate::future::start_deferred(cell);
         }
@@ -239,8 +236,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     fn finish(&mut self, this: NonNull<DynCell>) {
         // SAFETY: the cell is alive while its demands run.
         let cell = unsafe { this.as_ref() };
-        // SAFETY: we run the agent's queue, the only thread that touches the flag now.
-        if unsafe { *cell.header.spawned.get() } {
+        if cell.header.spawned() {
             // No future's output is handled after `finish`: cancel them first.
             crate::future::cancel_all(cell);
         }
@@ -260,9 +256,9 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             // SAFETY: the cell is alive and we run its queue; the status is FINISHED, so no
             // handler touches the agent again, and the flag keeps it from a second drop.
             unsafe {
-                let header = &this.as_ref().header;
-                *header.agent_dropped.get() = true;
-                ManuallyDrop::drop(agent);
+                if this.as_ref().header.mark_agent_dropped() {
+                    ManuallyDrop::drop(agent);
+                }
             }
         }));
         if let Err(payload) = dropped {

@@ -14,6 +14,14 @@ use crate::mailbox::MboxId;
 use crate::mailbox::dead_letter::DeadLetter;
 pub use crate::mailbox::dead_letter::DeliveryFailure;
 
+/// Flag: `start` has run.
+const STARTED: u8 = 1;
+/// Flag: the agent value has been dropped (after `finish`, or when its registration failed).
+const AGENT_DROPPED: u8 = 2;
+/// Flag: the agent has spawned a future ([`Context::spawn`](crate::Context::spawn)), so its
+/// start and finish look for its futures.
+const SPAWNED: u8 = 4;
+
 /// Agent status: added to a cooperation that is not registered yet.
 pub(crate) const NEW: u8 = 0;
 /// Registered: accepts messages.
@@ -26,18 +34,13 @@ pub(crate) const FINISHED: u8 = 3;
 /// The part of an agent any thread may read.
 pub(crate) struct Header {
     status: AtomicU8,
-    /// Whether `start` has run. Only the thread running the agent's queue touches it (kept
-    /// here, in the status word's padding, to keep a cell within 128 bytes).
-    started: UnsafeCell<bool>,
+    /// `STARTED`, `AGENT_DROPPED` and `SPAWNED`. Each is touched only by the thread that has
+    /// the agent at that moment (registering it, running its queue, or dropping it), so
+    /// relaxed accesses suffice: the hand-offs between those threads order them. An atomic
+    /// byte in the status word's padding keeps a cell within 128 bytes without `unsafe`.
+    flags: AtomicU8,
     /// The agent's own panic reaction: written before registration, read-only after.
     pub(super) panic_reaction: UnsafeCell<Option<PanicReaction>>,
-    /// The agent value has been dropped (after `finish`, or when its registration failed).
-    /// Touched by whoever has exclusive access to the body.
-    pub(super) agent_dropped: UnsafeCell<bool>,
-    /// The agent has spawned a future ([`Context::spawn`](crate::Context::spawn)): its start
-    /// and finish look for its futures. Touched only by the thread that runs the agent (or
-    /// registers it, in `define`).
-    pub(crate) spawned: UnsafeCell<bool>,
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
     /// only after observing `ACTIVE` or later (acquire).
     queue: UnsafeCell<Option<Arc<EventQueue>>>,
@@ -50,10 +53,8 @@ impl Header {
     pub(crate) fn new(env: Arc<EnvShared>) -> Self {
         Self {
             status: AtomicU8::new(NEW),
-            started: UnsafeCell::new(false),
+            flags: AtomicU8::new(0),
             panic_reaction: UnsafeCell::new(None),
-            agent_dropped: UnsafeCell::new(false),
-            spawned: UnsafeCell::new(false),
             queue: UnsafeCell::new(None),
             env: EnvRef::new(env),
         }
@@ -91,21 +92,42 @@ impl Header {
         }
     }
 
-    /// Whether `start` has run.
-    ///
-    /// # Safety
-    /// The caller runs the agent's queue.
     #[inline]
-    pub(super) unsafe fn started(&self) -> bool {
-        // SAFETY: only the running thread touches `started` (caller).
-        unsafe { *self.started.get() }
+    fn flag(&self, flag: u8) -> bool {
+        self.flags.load(Ordering::Relaxed) & flag != 0
     }
 
-    /// # Safety
-    /// As for [`Header::started`].
-    pub(super) unsafe fn set_started(&self) {
-        // SAFETY: only the running thread touches `started` (caller).
-        unsafe { *self.started.get() = true }
+    fn set_flag(&self, flag: u8) {
+        self.flags.fetch_or(flag, Ordering::Relaxed);
+    }
+
+    /// Whether `start` has run.
+    #[inline]
+    pub(super) fn started(&self) -> bool {
+        self.flag(STARTED)
+    }
+
+    pub(super) fn set_started(&self) {
+        self.set_flag(STARTED)
+    }
+
+    /// Whether the agent value has been dropped.
+    pub(super) fn agent_dropped(&self) -> bool {
+        self.flag(AGENT_DROPPED)
+    }
+
+    /// Marks the agent value dropped; false if it already was (so it is dropped once).
+    pub(super) fn mark_agent_dropped(&self) -> bool {
+        self.flags.fetch_or(AGENT_DROPPED, Ordering::Relaxed) & AGENT_DROPPED == 0
+    }
+
+    /// Whether the agent has spawned a future.
+    pub(crate) fn spawned(&self) -> bool {
+        self.flag(SPAWNED)
+    }
+
+    pub(crate) fn set_spawned(&self) {
+        self.set_flag(SPAWNED)
     }
 
     pub(super) fn panic_reaction(&self) -> Option<PanicReaction> {

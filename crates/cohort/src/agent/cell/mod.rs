@@ -37,7 +37,7 @@ impl<B: ?Sized + ErasedBody> Drop for AgentCell<B> {
     fn drop(&mut self) {
         // An agent that never finished (its cooperation was never registered, or its
         // registration failed) still holds its value.
-        if !*self.header.agent_dropped.get_mut() {
+        if !self.header.agent_dropped() {
             // SAFETY: `&mut self`: exclusive access; the value has not been dropped yet.
             unsafe { self.body.get_mut().drop_agent() }
         }
@@ -68,14 +68,13 @@ impl DynCell {
     /// The caller has exclusive access to the body (not registered, or its `finish` ran on
     /// this thread) and the agent will not run again.
     pub(crate) unsafe fn release_agent(&self) {
-        // SAFETY: exclusive access (caller).
-        unsafe {
-            if *self.header.spawned.get() {
-                // Futures spawned in `define` of a cooperation that will never run.
-                crate::future::cancel_all(self);
-            }
-            if !*self.header.agent_dropped.get() {
-                *self.header.agent_dropped.get() = true;
+        if self.header.spawned() {
+            // Futures spawned in `define` of a cooperation that will never run.
+            crate::future::cancel_all(self);
+        }
+        if self.header.mark_agent_dropped() {
+            // SAFETY: exclusive access to the body (caller).
+            unsafe {
                 let body = &mut *self.body.get();
                 // Subscriptions to multi-consumer mailboxes made in `define` hold the cell:
                 // unregister them, or the cell would never be freed.
