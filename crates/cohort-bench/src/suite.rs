@@ -37,7 +37,7 @@ pub enum Step {
 
 /// Runs every step of `plan` in order, `runs` times each (a latency pipeline once), with a
 /// progress bar on standard error; the records of all steps, each with its floor (run once
-/// per suite for every distinct floor).
+/// per suite for every distinct floor, after the first step that uses it).
 pub fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
     let bar = ProgressBar::new(plan.len() as u64);
     bar.set_style(
@@ -66,7 +66,8 @@ fn with_floor(
     machine: &Machine,
     cache: &mut floors::Cache,
 ) -> Vec<Record> {
-    floors::prepare(step, cache);
+    // The floor runs after the step: the step's own runs start in the state the scenario
+    // alone leaves (its heap, its peak RSS), as they did before floors existed.
     let mut records = records(step, runs, machine);
     if records.iter().any(|r| r.ok) {
         let failed = floors::attach(step, &mut records, cache, machine);

@@ -435,18 +435,6 @@ pub fn ratio_to_floor(metric: &str, value: f64, floor: f64) -> f64 {
 /// Floor runs already made in one suite run, by [`Floor::key`].
 pub type Cache = HashMap<String, Result<Figures, String>>;
 
-/// Runs `step`'s primary floor once unless `cache` has it. A suite calls this before the
-/// step's own runs, so that a single command measures its floor's peak RSS in a fresh
-/// process rather than on top of the pages the scenario leaves to the allocator.
-pub fn prepare(step: &Step, cache: &mut Cache) {
-    if let Some(floor) = floors_of(step)
-        .ok()
-        .and_then(|fs| fs.into_iter().find(|f| f.primary))
-    {
-        cache.entry(floor.key()).or_insert_with(|| floor.run());
-    }
-}
-
 /// Sets `floor` and `ratio_to_floor` on the records of `step` whose metric its primary
 /// floor measured (running the floor unless `cache` has it); a floor that fails its check
 /// comes back as a failed record.

@@ -55,6 +55,7 @@ impl PoolPolicy for Adv {
 
     /// The worker's slot (within the streak), then the shared FIFO, then a queue stranded in
     /// a blocked worker's slot.
+    #[inline]
     fn next_queue(
         pool: &Pool<Self>,
         ctx: &WorkerCtx<Self>,
@@ -130,6 +131,7 @@ impl PoolPolicy for Adv {
         }
     }
 
+    #[inline]
     fn after_turn(pool: &Pool<Self>, ctx: &WorkerCtx<Self>, q: QueueRef) {
         let injector = &pool.policy.injector;
         // Nothing else waits: run it again here rather than hand it (and its agent's data) to

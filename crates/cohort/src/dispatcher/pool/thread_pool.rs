@@ -90,6 +90,7 @@ impl PoolPolicy for ThreadPool {
     /// The worker's slot (within the streak); then every [`defaults::BALANCE_INTERVAL`]
     /// turns a longer FIFO's oldest queues, else its own FIFO; then the shared FIFO; then
     /// another worker's oldest; then a queue stranded in a blocked worker's slot.
+    #[inline]
     fn next_queue(
         pool: &Pool<Self>,
         ctx: &WorkerCtx<Self>,
@@ -113,6 +114,7 @@ impl PoolPolicy for ThreadPool {
             .or_else(|| pool.steal_stranded_slot(ctx))
     }
 
+    #[inline]
     fn after_turn(pool: &Pool<Self>, ctx: &WorkerCtx<Self>, q: QueueRef) {
         let injector = &pool.policy.injector;
         // Nothing else waits: run it again here, unseen by the other workers.

@@ -135,6 +135,7 @@ impl PoolPolicy for WorkStealing {
     /// Every `pace.interval` turns the home run queue first; then the slot (within the
     /// streak); then the worker's own deque; then a batch of its home run queue; then
     /// another's home run queue, another's deque, a queue stranded in a blocked worker's slot.
+    #[inline]
     fn next_queue(
         pool: &Pool<Self>,
         ctx: &WorkerCtx<Self>,
@@ -177,6 +178,7 @@ impl PoolPolicy for WorkStealing {
         }
     }
 
+    #[inline]
     fn after_turn(pool: &Pool<Self>, ctx: &WorkerCtx<Self>, q: QueueRef) {
         ctx.local.push(q);
         pool.wake_one();
