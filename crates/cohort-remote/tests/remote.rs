@@ -364,3 +364,88 @@ fn a_dialled_peer_that_crashes_and_restarts_is_reconnected() {
         env.stop_and_wait();
     });
 }
+
+/// A supervised worker behind an exported named mailbox: what a peer sends to the export's
+/// name reaches whichever incarnation is running, since the new one subscribes to the same
+/// named mailbox in `define` and the export (and every connection's resolution of it) points
+/// at the mailbox, not at an agent.
+#[test]
+fn a_supervised_worker_keeps_its_export_name_across_restarts() {
+    use cohort::supervision::{ChildSpec, SupervisionEvent, Supervisor};
+    use cohort::{Agent, Context, DefineError, Mbox};
+    use std::sync::mpsc;
+
+    struct Worker {
+        inbox: Mbox,
+        seen: mpsc::Sender<u64>,
+    }
+    impl Agent for Worker {
+        fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+            let inbox = self.inbox.clone();
+            ctx.subscribe(&inbox, |me, n: &u64, _| {
+                if *n == 0 {
+                    panic!("asked to crash");
+                }
+                let _ = me.seen.send(*n);
+            })?;
+            Ok(())
+        }
+    }
+
+    watchdog(TIMEOUT, || {
+        let env = Environment::builder().start().unwrap();
+        let e = env.environment();
+        let server = listening(&e, NodeConfig::new("server").token("t"), registry());
+        let inbox = server.export("worker");
+        let (seen_tx, seen) = mpsc::channel();
+        let (events_tx, events) = mpsc::channel::<u64>();
+        let events_box = e.named_mbox("supervision-events");
+        // Forwards the incarnation of every started child to the test thread.
+        struct Started(mpsc::Sender<u64>, Mbox);
+        impl Agent for Started {
+            fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+                let from = self.1.clone();
+                ctx.subscribe(&from, |me, ev: &SupervisionEvent, _| {
+                    if let SupervisionEvent::ChildStarted { incarnation, .. } = ev {
+                        let _ = me.0.send(*incarnation);
+                    }
+                })?;
+                Ok(())
+            }
+        }
+        let mut coop = e.new_coop();
+        coop.add(Started(events_tx, events_box.clone()));
+        e.register_coop(coop).unwrap();
+        let sup = Supervisor::builder("exports")
+            .events(events_box)
+            .child(ChildSpec::new("worker", move |coop| {
+                coop.add(Worker {
+                    inbox: inbox.clone(),
+                    seen: seen_tx.clone(),
+                });
+            }))
+            .build()
+            .unwrap();
+        let mut coop = e.new_coop();
+        coop.add(sup);
+        e.register_coop(coop).unwrap();
+        assert_eq!(recv(&events, "the first start"), 1);
+
+        let client = Node::start(&e, NodeConfig::new("client").token("t"), registry()).unwrap();
+        let to = client
+            .connect(server.local_addr().unwrap())
+            .unwrap()
+            .mbox("worker");
+        to.send(1u64);
+        assert_eq!(recv(&seen, "1, by the first incarnation"), 1);
+        to.send(0u64);
+        assert_eq!(recv(&events, "the restart"), 2);
+        to.send(2u64);
+        to.send(3u64);
+        assert_eq!(recv(&seen, "2, by the second incarnation"), 2);
+        assert_eq!(recv(&seen, "3, by the second incarnation"), 3);
+        client.shutdown();
+        server.shutdown();
+        env.stop_and_wait();
+    });
+}
