@@ -142,6 +142,9 @@ pub(crate) fn lost(peer: &Arc<PeerShared>, conn: &Arc<ConnState>, reason: String
         peer.status.store(DOWN, Ordering::Release);
     }
     let undeliverable = peer.drain_undeliverable(DeliveryFailure::NodeDown);
+    // Requests written on it: their replies would have come back on it.
+    node.asks
+        .fail(Some(peer.as_ref()), cohort::RequestError::InDoubt);
     Counters::add(&node.counters.nodes_down, 1);
     tracing::warn!(node = %node.config.name, peer = %peer.name, %reason, undeliverable, in_doubt, "node down");
     if node.events.has_subscribers::<NodeDown>() {

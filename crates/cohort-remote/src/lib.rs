@@ -10,6 +10,10 @@
 //!   peer arrive in the order they were sent.
 //! - Types that cross the wire are listed in a [`Registry`] under stable names (serde,
 //!   [`Postcard`] by default); each connection maps them to 4-byte ids once.
+//! - Requests registered with [`Registry::register_request`] cross too: an agent's
+//!   [`Context::request`](cohort::Context::request) (or [`Mbox::request`](cohort::Mbox::request))
+//!   to a proxy gets its reply, or why there is none, back from the other node; the node
+//!   carries the reply address (a [`MboxRef`]) itself.
 //! - Each connection has one writer task fed by a bounded queue. It waits for a message
 //!   with no timer, then encodes whatever else is queued (up to a count and a byte cap)
 //!   into one buffer and writes it at once: [`Batching::Adaptive`]. Batches are one message
@@ -80,6 +84,7 @@
 #![deny(missing_docs)]
 
 mod ack;
+mod ask;
 mod config;
 mod connection;
 pub mod defaults;

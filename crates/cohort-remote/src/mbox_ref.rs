@@ -170,7 +170,7 @@ struct Unreachable {
 
 impl CustomMbox for Unreachable {
     fn deliver(&self, msg: AnyMessage) {
-        self.node.undeliverable(msg.type_name(), self.reason);
+        self.node.refuse(msg, self.reason);
     }
 
     fn name(&self) -> Option<&str> {

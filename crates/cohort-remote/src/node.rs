@@ -2,6 +2,7 @@
 //! mailboxes, and owns the I/O runtime (tokio) that runs every connection's reader and
 //! writer.
 
+use crate::ask::{AskTable, REPLIES, ReplyInbox};
 use crate::config::NodeConfig;
 use crate::connection;
 use crate::error::{HandshakeError, RemoteError};
@@ -26,6 +27,10 @@ pub(crate) struct NodeShared {
     pub(crate) events: Mbox,
     pub(crate) handle: tokio::runtime::Handle,
     pub(crate) shutting_down: AtomicBool,
+    /// Requests written to peers, waiting for their outcome.
+    pub(crate) asks: AskTable,
+    /// Where peers send the outcome of this node's requests: its reply mailbox.
+    pub(crate) reply_to: MboxRef,
     exports: RwLock<HashMap<String, Mbox>>,
     peers: Mutex<HashMap<String, Arc<PeerShared>>>,
     peers_changed: Condvar,
@@ -37,6 +42,13 @@ impl NodeShared {
     pub(crate) fn undeliverable(&self, message_type: &'static str, reason: DeliveryFailure) {
         Counters::add(&self.counters.undeliverable, 1);
         self.env.report_dead_letter(message_type, reason);
+    }
+
+    /// Counts `msg` as not sent and drops it with `reason` (a request in it learns why).
+    #[cold]
+    pub(crate) fn refuse(&self, msg: cohort::AnyMessage, reason: DeliveryFailure) {
+        self.undeliverable(msg.type_name(), reason);
+        msg.discard(reason);
     }
 
     pub(crate) fn exported(&self, name: &str) -> Option<Mbox> {
@@ -237,17 +249,22 @@ impl Node {
         };
         let local_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
         let events = env.named_mbox(&events_mbox_name(&config.name));
-        let shared = Arc::new(NodeShared {
-            events,
-            handle: runtime.handle().clone(),
-            env: env.clone(),
-            registry,
-            counters: Counters::default(),
-            shutting_down: AtomicBool::new(false),
-            exports: RwLock::new(HashMap::new()),
-            peers: Mutex::new(HashMap::new()),
-            peers_changed: Condvar::new(),
-            config,
+        let shared = Arc::new_cyclic(|node| {
+            let replies = Mbox::custom(ReplyInbox { node: node.clone() });
+            NodeShared {
+                events,
+                handle: runtime.handle().clone(),
+                env: env.clone(),
+                registry,
+                counters: Counters::default(),
+                shutting_down: AtomicBool::new(false),
+                asks: AskTable::default(),
+                reply_to: MboxRef::new(&config.name, REPLIES, replies.clone()),
+                exports: RwLock::new(HashMap::from([(REPLIES.to_string(), replies)])),
+                peers: Mutex::new(HashMap::new()),
+                peers_changed: Condvar::new(),
+                config,
+            }
         });
         if let Some(listener) = listener {
             runtime.spawn(accept_loop(shared.clone(), listener));
@@ -371,7 +388,9 @@ impl Node {
 
     /// The node's counters.
     pub fn stats(&self) -> NodeStats {
-        self.shared.counters.snapshot()
+        let mut stats = self.shared.counters.snapshot();
+        stats.asks_waiting = self.shared.asks.len() as u64;
+        stats
     }
 
     /// Graceful shutdown: stops accepting, lets every writer flush what is queued (at most
@@ -437,6 +456,8 @@ impl Node {
                 conn.settle(node);
             }
         }
+        // No reply can come any more.
+        node.asks.fail(None, cohort::RequestError::InDoubt);
     }
 }
 

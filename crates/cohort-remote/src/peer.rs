@@ -77,7 +77,7 @@ impl PeerShared {
     pub(crate) fn drain_undeliverable(&self, reason: DeliveryFailure) -> u64 {
         let mut n = 0;
         while let Some(o) = self.queue.pop() {
-            self.node.undeliverable(o.msg.type_name(), reason);
+            self.node.refuse(o.msg, reason);
             n += 1;
         }
         self.queue.signal_space();
@@ -159,11 +159,11 @@ impl CustomMbox for RemoteMbox {
                 peer = %peer.name,
                 "message type not registered for remoting: register it in the Registry of both nodes"
             );
-            node.undeliverable(msg.type_name(), DeliveryFailure::NotRegisteredForRemote);
+            node.refuse(msg, DeliveryFailure::NotRegisteredForRemote);
             return;
         };
         if !peer.is_up() {
-            node.undeliverable(msg.type_name(), DeliveryFailure::NodeDown);
+            node.refuse(msg, DeliveryFailure::NodeDown);
             return;
         }
         let item = Outbound {
@@ -191,11 +191,9 @@ impl CustomMbox for RemoteMbox {
                     tracing::error!(peer = %peer.name, message_type = o.msg.type_name(),
                         "outbound queue full: message dropped");
                 }
-                node.undeliverable(o.msg.type_name(), DeliveryFailure::OutboundFull);
+                node.refuse(o.msg, DeliveryFailure::OutboundFull);
             }
-            Err(Refused::Closed(o)) => {
-                node.undeliverable(o.msg.type_name(), DeliveryFailure::NodeDown);
-            }
+            Err(Refused::Closed(o)) => node.refuse(o.msg, DeliveryFailure::NodeDown),
         }
     }
 

@@ -104,6 +104,12 @@ fn handle(
             let Some(target) = &slot.1 else {
                 node.env
                     .report_dead_letter(entry.type_name, DeliveryFailure::NotExported);
+                // A request still tells its asker why.
+                if entry.ask.is_some()
+                    && let Ok(msg) = (entry.decode)(payload)
+                {
+                    msg.discard(DeliveryFailure::NotExported);
+                }
                 return Ok(true);
             };
             match (entry.decode)(payload) {

@@ -8,7 +8,8 @@
 //! receiving node resolves the name to its own registration of the type, and decodes with
 //! the codec registered for it.
 
-use cohort::AnyMessage;
+use crate::ask::{self, AskFns, AskReply};
+use cohort::{AnyMessage, Request};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::any::TypeId;
@@ -69,13 +70,19 @@ impl Codec for Postcard {
 
 pub(crate) type EncodeFn = fn(&AnyMessage, &mut Vec<u8>) -> Result<(), CodecError>;
 type DecodeFn = fn(&[u8]) -> Result<AnyMessage, CodecError>;
+type SettleFn = fn(AnyMessage, &crate::ask::AskTable);
 
 /// One registered type.
 pub(crate) struct Entry {
     pub(crate) name: Box<str>,
     pub(crate) type_name: &'static str,
+    /// How a plain message encodes (a request encodes with `ask`).
     pub(crate) encode: EncodeFn,
     pub(crate) decode: DecodeFn,
+    /// For a request type: how it encodes with its id and reply address.
+    pub(crate) ask: Option<AskFns>,
+    /// For a request's reply type: how the asking node hands it to the request.
+    pub(crate) settle: Option<SettleFn>,
 }
 
 fn encode_as<T: Serialize + 'static, C: Codec>(
@@ -89,6 +96,14 @@ fn encode_as<T: Serialize + 'static, C: Codec>(
             msg.type_name()
         ))),
     }
+}
+
+/// A request's encoding needs its id and reply address: `AskFns::encode`.
+fn encode_with_ask(msg: &AnyMessage, _: &mut Vec<u8>) -> Result<(), CodecError> {
+    Err(CodecError(format!(
+        "{} is encoded with its id and reply address",
+        msg.type_name()
+    )))
 }
 
 fn decode_as<T: DeserializeOwned + Send + Sync + 'static, C: Codec>(
@@ -165,6 +180,71 @@ impl Registry {
         T: Serialize + DeserializeOwned + Send + Sync + 'static,
         C: Codec,
     {
+        self.check::<T>(name)?;
+        self.add::<T>(name, encode_as::<T, C>, decode_as::<T, C>, None, None);
+        Ok(self)
+    }
+
+    /// Registers requests of `Req` answered with `Reply` under `name`: a
+    /// [`Request<Req, Reply>`](cohort::Request) sent to a proxy (by
+    /// [`Context::request`](cohort::Context::request) or [`Mbox::request`](cohort::Mbox::request))
+    /// then crosses with a reply address the node adds, and its outcome comes back to the
+    /// asker: the reply, or why there is none (`ReceiverGone`, `NoHandler`... on the other
+    /// node; `InDoubt` when the connection breaks before the reply). Both nodes register it
+    /// under the same name; its reply travels under `name` followed by `/reply`.
+    ///
+    /// ```
+    /// use cohort_remote::Registry;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Price { sku: String }
+    ///
+    /// let mut registry = Registry::new();
+    /// registry.register_request::<Price, u64>("shop.Price").unwrap();
+    /// assert_eq!(registry.len(), 2); // the request and its reply
+    /// assert!(registry.register_request::<Price, u64>("shop.Price2").is_err());
+    /// ```
+    pub fn register_request<Req, Reply>(&mut self, name: &str) -> Result<&mut Self, RegistryError>
+    where
+        Req: Serialize + DeserializeOwned + Send + Sync + 'static,
+        Reply: Serialize + DeserializeOwned + Send + Sync + 'static,
+    {
+        self.register_request_with::<Req, Reply, Postcard>(name)
+    }
+
+    /// [`Registry::register_request`] with codec `C` for the request and its reply.
+    pub fn register_request_with<Req, Reply, C>(
+        &mut self,
+        name: &str,
+    ) -> Result<&mut Self, RegistryError>
+    where
+        Req: Serialize + DeserializeOwned + Send + Sync + 'static,
+        Reply: Serialize + DeserializeOwned + Send + Sync + 'static,
+        C: Codec,
+    {
+        let reply_name = format!("{name}/reply");
+        self.check::<Request<Req, Reply>>(name)?;
+        self.check::<AskReply<Req, Reply>>(&reply_name)?;
+        self.add::<Request<Req, Reply>>(
+            name,
+            encode_with_ask,
+            ask::decode_request::<Req, Reply, C>,
+            Some(ask::ask_fns::<Req, Reply, C>()),
+            None,
+        );
+        self.add::<AskReply<Req, Reply>>(
+            &reply_name,
+            encode_as::<AskReply<Req, Reply>, C>,
+            decode_as::<AskReply<Req, Reply>, C>,
+            None,
+            Some(ask::settle_reply::<Req, Reply>),
+        );
+        Ok(self)
+    }
+
+    /// Refuses a bad name, a name taken, or a type registered already.
+    fn check<T: 'static>(&self, name: &str) -> Result<(), RegistryError> {
         let type_name = std::any::type_name::<T>();
         if name.is_empty() || name.len() > crate::defaults::MAX_NAME_BYTES {
             return Err(RegistryError::BadName(name.to_string()));
@@ -177,25 +257,40 @@ impl Registry {
             });
         }
         let tid = TypeId::of::<T>();
-        let at = match self.by_type.binary_search_by(|(t, _)| t.cmp(&tid)) {
-            Ok(i) => {
-                return Err(RegistryError::DuplicateType {
-                    type_name,
-                    existing: self.entries[self.by_type[i].1 as usize].name.to_string(),
-                });
-            }
-            Err(at) => at,
-        };
+        if let Ok(i) = self.by_type.binary_search_by(|(t, _)| t.cmp(&tid)) {
+            return Err(RegistryError::DuplicateType {
+                type_name,
+                existing: self.entries[self.by_type[i].1 as usize].name.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds an entry `check` accepted.
+    fn add<T: 'static>(
+        &mut self,
+        name: &str,
+        encode: EncodeFn,
+        decode: DecodeFn,
+        ask: Option<AskFns>,
+        settle: Option<SettleFn>,
+    ) {
+        let tid = TypeId::of::<T>();
+        let at = self
+            .by_type
+            .binary_search_by(|(t, _)| t.cmp(&tid))
+            .unwrap_or_else(|at| at);
         let index = self.entries.len() as u32;
         self.entries.push(Entry {
             name: name.into(),
-            type_name,
-            encode: encode_as::<T, C>,
-            decode: decode_as::<T, C>,
+            type_name: std::any::type_name::<T>(),
+            encode,
+            decode,
+            ask,
+            settle,
         });
         self.by_type.insert(at, (tid, index));
         self.by_name.insert(name.into(), index);
-        Ok(self)
     }
 
     /// How many types are registered.

@@ -41,6 +41,7 @@ impl Counters {
             nodes_down: g(&self.nodes_down),
             undeliverable: g(&self.undeliverable),
             in_doubt: g(&self.in_doubt),
+            asks_waiting: 0,
         }
     }
 }
@@ -74,6 +75,9 @@ pub struct NodeStats {
     /// acknowledged them: each may or may not have been handled there
     /// ([`DeliveryFailure::InDoubt`](cohort::DeliveryFailure::InDoubt)).
     pub in_doubt: u64,
+    /// Requests written to peers that wait for their reply now (registered with
+    /// [`Registry::register_request`](crate::Registry::register_request)).
+    pub asks_waiting: u64,
 }
 
 impl NodeStats {

@@ -99,7 +99,7 @@ fn encode_one(peer: &PeerShared, st: &mut WriteState, o: crate::outbound::Outbou
     let node = &*peer.node;
     let entry = node.registry.entry(o.entry);
     if st.unacked.settled {
-        node.undeliverable(entry.type_name, DeliveryFailure::NodeDown);
+        node.refuse(o.msg, DeliveryFailure::NodeDown);
         return false;
     }
     let (declared, buf) = (&mut st.declared, &mut st.buf);
@@ -116,25 +116,40 @@ fn encode_one(peer: &PeerShared, st: &mut WriteState, o: crate::outbound::Outbou
         frame::encode_declare(buf, true, o.mbox, &name);
     }
     let start = frame::begin_message(buf, o.mbox, o.entry);
-    let encoded = (entry.encode)(&o.msg, buf);
+    let (encoded, ask) = match &entry.ask {
+        None => ((entry.encode)(&o.msg, buf), None),
+        Some(ask) => {
+            let id = node.asks.next_id();
+            (
+                (ask.encode)(&o.msg, id, &node.reply_to, buf),
+                Some((ask, id)),
+            )
+        }
+    };
     let len = frame::finish(buf, start);
     match encoded {
         Ok(()) if len <= node.config.max_frame_bytes as usize => {
             st.unacked.record(o.entry);
+            // Waiting before its bytes leave: the reply cannot overtake it.
+            if let Some((ask, id)) = ask
+                && let Some(responder) = (ask.take)(&o.msg)
+            {
+                node.asks.insert(id, peer, responder);
+            }
             true
         }
         Ok(()) => {
             buf.truncate(start);
             tracing::warn!(peer = %peer.name, message_type = entry.type_name, len,
                 max = node.config.max_frame_bytes, "message over the maximum frame size: not sent");
-            node.undeliverable(entry.type_name, DeliveryFailure::RemoteCodec);
+            node.refuse(o.msg, DeliveryFailure::RemoteCodec);
             false
         }
         Err(e) => {
             buf.truncate(start);
             tracing::warn!(peer = %peer.name, message_type = entry.type_name, error = %e,
                 "message did not encode: not sent");
-            node.undeliverable(entry.type_name, DeliveryFailure::RemoteCodec);
+            node.refuse(o.msg, DeliveryFailure::RemoteCodec);
             false
         }
     }
@@ -401,7 +416,12 @@ pub(crate) async fn writer(
                 if let Some(wr) = &conn.write.wr {
                     wr.writable().await.map_err(|e| e.to_string())?;
                 }
-            } else if idle && peer.queue.len() == 0 {
+            } else if idle
+                && peer.queue.len() == 0
+                // Closing with an Ack just flushed: go round again to write Bye, not park
+                // until a heartbeat that would put bytes before it again.
+                && !peer.closing.load(Ordering::Acquire)
+            {
                 tokio::select! {
                     _ = peer.queue.park() => {}
                     _ = tokio::time::sleep_until(next_hb.into()) => {}

@@ -87,7 +87,7 @@ pub use future::{Ask, FutureId, Spawn};
 pub use mailbox::custom::{AnyMessage, CustomMbox};
 pub use mailbox::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
 pub use mailbox::limits::MessageLimits;
-pub use mailbox::request::{PendingReply, Request, RequestError, Responder};
+pub use mailbox::request::{PendingReply, ReplyHook, Request, RequestError, Responder};
 pub use mailbox::{Mbox, MboxId};
 pub use panic::PanicReaction;
 pub use runtime::coop::{

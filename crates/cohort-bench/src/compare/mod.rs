@@ -56,6 +56,10 @@ pub struct CompareArgs {
     /// cohort itself failed).
     #[arg(long)]
     strict: bool,
+    /// Only the scenarios whose name starts with one of these (comma-separated, e.g.
+    /// `async-ask` or `ping-pong,skynet`; default: every scenario).
+    #[arg(long, value_delimiter = ',', value_name = "PREFIX")]
+    scenarios: Vec<String>,
 }
 
 /// Runs the comparison, prints it, returns the process's exit status.
@@ -95,6 +99,16 @@ pub fn run(args: &CompareArgs, runs: Option<usize>, format: Format, machine: &Ma
     let frameworks = peers::frameworks(&dir, args.peer_profile, &args.only);
     let mut cases = plan::cases(size);
     cases.extend(remote::cases(size));
+    if !args.scenarios.is_empty() {
+        cases.retain(|c| args.scenarios.iter().any(|p| c.id.starts_with(p.as_str())));
+        if cases.is_empty() {
+            eprintln!(
+                "cohort-bench compare: --scenarios {}: no scenario's name starts with that",
+                args.scenarios.join(",")
+            );
+            return 2;
+        }
+    }
     let rows = measure(
         &cases,
         &frameworks,
@@ -185,6 +199,7 @@ fn measure(
                     argv.extend(["--runs".into(), "1".into(), "--json".into()]);
                     runner::output_of(program, &argv, limit).and_then(|out| match case.kind {
                         Kind::RoundTripP50 => remote::cohort_p50(&out),
+                        Kind::Latency(q) => remote::cohort_ask_latency(&out, q),
                         _ => runner::cohort_elapsed(&out, case.messages).map(|(s, floor)| {
                             floors.extend(floor);
                             s
@@ -194,6 +209,7 @@ fn measure(
                     argv.extend(case.peer.iter().cloned());
                     runner::output_of(program, &argv, limit).and_then(|out| match case.kind {
                         Kind::RoundTripP50 => remote::peer_p50(&out, case.messages),
+                        Kind::Latency(q) => remote::peer_latency(&out, case.messages, q),
                         _ => runner::peer_elapsed(&out, case.messages),
                     })
                 };

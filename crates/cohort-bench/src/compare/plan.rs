@@ -29,6 +29,12 @@ pub enum Kind {
     Remote,
     /// Two processes, one ping in flight: the round trip's median (lower is better).
     RoundTripP50,
+    /// In one process, cohort and the Rust peers: asks one at a time, the run's elapsed time
+    /// (shown as round trips / s).
+    Ask,
+    /// The same asks: one run's round-trip latency at a percentile (50 or 99; lower is
+    /// better).
+    Latency(u8),
 }
 
 /// The sizes of a comparison.
@@ -41,6 +47,7 @@ struct Sizes {
     counting: u64,
     fan_out: (u64, u64),
     self_send: (u64, u64),
+    asks: u64,
 }
 
 /// `--quick`: every case in seconds per framework (skynet keeps its million leaves).
@@ -52,6 +59,7 @@ const QUICK: Sizes = Sizes {
     counting: 1_000_000,
     fan_out: (100, 20_000),
     self_send: (50, 100_000),
+    asks: 50_000,
 };
 
 /// The default: the sizes of the source benchmarks.
@@ -63,6 +71,7 @@ const FULL: Sizes = Sizes {
     counting: 3_000_000,
     fan_out: (100, 100_000),
     self_send: (50, 1_000_000),
+    asks: 200_000,
 };
 
 /// CI's smoke size: every port runs every scenario, correct result checked.
@@ -74,6 +83,7 @@ const TINY: Sizes = Sizes {
     counting: 10_000,
     fan_out: (10, 100),
     self_send: (5, 1_000),
+    asks: 100,
 };
 
 fn args(parts: &[&str]) -> Vec<String> {
@@ -119,7 +129,7 @@ pub fn cases(size: Size) -> Vec<Case> {
         }
         t
     };
-    vec![
+    let mut out = vec![
         Case {
             id: "ping-pong-one-thread",
             title: "ping-pong, both actors on one thread",
@@ -203,7 +213,78 @@ pub fn cases(size: Size) -> Vec<Case> {
             messages: z.self_send.0 * z.self_send.1,
             kind: Kind::Local,
         },
-    ]
+    ];
+    out.extend(ask_cases(z.asks));
+    out
+}
+
+/// The async-ask rows: one actor asks another, one ask at a time, the reply coming back as
+/// an event (cohort's `Context::request`) or a reply future awaited in the asker's handler
+/// (the peers' `ask`, `call!`, `ResponseFuture`); no timeout on any side. Round trips per
+/// second, then the p50 and p99 round trip, on one thread and on two.
+fn ask_cases(asks: u64) -> Vec<Case> {
+    let count = asks.to_string();
+    let mut out = Vec::new();
+    for (threads, id, title) in [
+        (
+            "1",
+            "async-ask-one-thread",
+            "async ask, both actors on one thread",
+        ),
+        (
+            "2",
+            "async-ask-two-threads",
+            "async ask, a thread per actor",
+        ),
+    ] {
+        let cohort = args(&[
+            "async-ask",
+            "--threads",
+            threads,
+            "--count",
+            &count,
+            "--timeout-ms",
+            "0",
+        ]);
+        let peer = args(&[id, "--count", &count]);
+        out.push(Case {
+            id,
+            title,
+            cohort: cohort.clone(),
+            peer: peer.clone(),
+            messages: asks,
+            kind: Kind::Ask,
+        });
+        for (q, qid, qtitle) in if threads == "1" {
+            [
+                (50, "async-ask-one-thread-p50", "async ask p50, one thread"),
+                (99, "async-ask-one-thread-p99", "async ask p99, one thread"),
+            ]
+        } else {
+            [
+                (
+                    50,
+                    "async-ask-two-threads-p50",
+                    "async ask p50, two threads",
+                ),
+                (
+                    99,
+                    "async-ask-two-threads-p99",
+                    "async ask p99, two threads",
+                ),
+            ]
+        } {
+            out.push(Case {
+                id: qid,
+                title: qtitle,
+                cohort: cohort.clone(),
+                peer: peer.clone(),
+                messages: asks,
+                kind: Kind::Latency(q),
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -214,8 +295,11 @@ mod tests {
     fn every_size_has_every_case() {
         for size in [Size::Full, Size::Quick, Size::Tiny] {
             let c = cases(size);
-            assert_eq!(c.len(), 8);
-            assert!(c.iter().all(|c| c.peer[0] == c.id && c.messages > 0));
+            assert_eq!(c.len(), 14);
+            assert!(
+                c.iter()
+                    .all(|c| c.id.starts_with(&c.peer[0]) && c.messages > 0)
+            );
         }
         let full = cases(Size::Full);
         assert_eq!(full[2].messages, 1_111_111);

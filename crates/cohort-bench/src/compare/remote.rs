@@ -17,7 +17,16 @@ const CLIENTS: [u64; 3] = [1, 10, 30];
 
 /// Whether `framework` runs `kind`'s cases.
 pub fn runs(framework: &str, kind: Kind) -> bool {
-    kind == Kind::Local || framework == "cohort" || REMOTE_PEERS.contains(&framework)
+    match kind {
+        Kind::Local => true,
+        // The asks are ported to the Rust peers only.
+        Kind::Ask | Kind::Latency(_) => {
+            framework == "cohort" || super::peers::RUST_PEERS.contains(&framework)
+        }
+        Kind::Remote | Kind::RoundTripP50 => {
+            framework == "cohort" || REMOTE_PEERS.contains(&framework)
+        }
+    }
 }
 
 fn args(parts: &[&str]) -> Vec<String> {
@@ -107,20 +116,41 @@ pub fn cases(size: Size) -> Vec<Case> {
 /// The round trip's median in seconds from a peer's JSON line (`p50_ns`), its message count
 /// checked.
 pub fn peer_p50(stdout: &str, messages: u64) -> Result<f64, String> {
+    peer_latency(stdout, messages, 50)
+}
+
+/// The round trip's percentile `q` in seconds from a peer's JSON line (`p<q>_ns`), its
+/// message count checked.
+pub fn peer_latency(stdout: &str, messages: u64, q: u8) -> Result<f64, String> {
     super::runner::peer_elapsed(stdout, messages)?;
+    let field = format!("p{q}_ns");
     stdout
         .lines()
         .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find_map(|v| v.get("p50_ns").and_then(Value::as_f64))
+        .find_map(|v| v.get(&field).and_then(Value::as_f64))
         .filter(|ns| *ns > 0.0)
         .map(|ns| ns / 1e9)
-        .ok_or_else(|| "no positive p50_ns in the output".into())
+        .ok_or_else(|| format!("no positive {field} in the output"))
 }
 
 /// The round trip's median in seconds from cohort-bench's records: the latency run's
 /// `latency_ns_p50` (not the raw TCP floor's).
 pub fn cohort_p50(stdout: &str) -> Result<f64, String> {
+    cohort_latency(stdout, "latency_ns_p50", |v| v.ends_with("1 in flight"))
+}
+
+/// The round trip's percentile `q` in seconds from an `async-ask` run's records.
+pub fn cohort_ask_latency(stdout: &str, q: u8) -> Result<f64, String> {
+    cohort_latency(stdout, &format!("latency_ns_p{q}"), |_| true)
+}
+
+/// The value of the first record of `metric` whose variant `variant` accepts, in seconds.
+fn cohort_latency(
+    stdout: &str,
+    metric: &str,
+    variant: impl Fn(&str) -> bool,
+) -> Result<f64, String> {
     let records: Vec<Value> = stdout
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -135,15 +165,15 @@ pub fn cohort_p50(stdout: &str) -> Result<f64, String> {
     records
         .iter()
         .find(|r| {
-            r.get("metric").and_then(Value::as_str) == Some("latency_ns_p50")
+            r.get("metric").and_then(Value::as_str) == Some(metric)
                 && r.get("variant")
                     .and_then(Value::as_str)
-                    .is_some_and(|v| v.ends_with("1 in flight"))
+                    .is_some_and(&variant)
         })
         .and_then(|r| r.get("value").and_then(Value::as_f64))
         .filter(|ns| *ns > 0.0)
         .map(|ns| ns / 1e9)
-        .ok_or_else(|| "no latency_ns_p50 record of the latency run in the output".into())
+        .ok_or_else(|| format!("no {metric} record of the latency run in the output"))
 }
 
 #[cfg(test)]

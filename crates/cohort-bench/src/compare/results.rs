@@ -48,9 +48,17 @@ pub struct Summary {
 }
 
 impl Row {
-    /// Whether its samples are round-trip medians (shown as times, not rates).
+    /// Whether its samples are round-trip latencies (shown as times, not rates).
     pub fn is_latency(&self) -> bool {
-        self.case.kind == Kind::RoundTripP50
+        matches!(self.case.kind, Kind::RoundTripP50 | Kind::Latency(_))
+    }
+
+    /// The percentile its latencies are (50 for the round-trip medians).
+    fn percentile(&self) -> u8 {
+        match self.case.kind {
+            Kind::Latency(q) => q,
+            _ => 50,
+        }
     }
 
     fn cohort_median(&self) -> Option<f64> {
@@ -114,7 +122,12 @@ pub fn records(rows: &[Row], machine: &Machine) -> Vec<Record> {
                         s.ratio.map_or(Value::Null, |r| json!(r)),
                     );
                     let (metric, values): (&str, Vec<f64>) = if row.is_latency() {
-                        ("latency_ns_p50", samples.iter().map(|&t| t * 1e9).collect())
+                        let metric = if row.percentile() == 99 {
+                            "latency_ns_p99"
+                        } else {
+                            "latency_ns_p50"
+                        };
+                        (metric, samples.iter().map(|&t| t * 1e9).collect())
                     } else {
                         let rates = samples.iter().map(|&t| rate(row.case.messages, t));
                         ("messages_per_s", rates.collect())
@@ -254,7 +267,7 @@ fn print_table(rows: &[Row], machine: &Machine) {
                 (_, Some(s)) if row.is_latency() => [
                     name,
                     cell.framework.into(),
-                    format!("p50 {:.1} us", s.median_s * 1e6),
+                    format!("p{} {:.1} us", row.percentile(), s.median_s * 1e6),
                     format!("{:.1} .. {:.1} us", s.min_s * 1e6, s.max_s * 1e6),
                     "-".into(),
                     ratio_text(s.ratio),
@@ -265,8 +278,13 @@ fn print_table(rows: &[Row], machine: &Machine) {
                     name,
                     cell.framework.into(),
                     format!(
-                        "{} msg/s",
-                        report::thousands(rate(m, s.median_s).round() as u64)
+                        "{} {}",
+                        report::thousands(rate(m, s.median_s).round() as u64),
+                        if row.case.kind == Kind::Ask {
+                            "round trips/s"
+                        } else {
+                            "msg/s"
+                        }
                     ),
                     format!(
                         "{} .. {}",

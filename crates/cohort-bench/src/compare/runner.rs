@@ -91,7 +91,8 @@ pub fn peer_elapsed(stdout: &str, messages: u64) -> Result<f64, String> {
 }
 
 /// The elapsed seconds of a cohort-bench run (its JSON records): `elapsed_s`, or, where a
-/// scenario reports a rate only (ping-pong), `messages` / `messages_per_s`; with the same
+/// scenario reports a rate only (ping-pong, async-ask), `messages` / `messages_per_s` (or
+/// `round_trips_per_s`); with the same
 /// figure of the scenario's floor when the records carry one.
 pub fn cohort_elapsed(stdout: &str, messages: u64) -> Result<(f64, Option<f64>), String> {
     let records: Vec<Value> = stdout
@@ -120,9 +121,9 @@ pub fn cohort_elapsed(stdout: &str, messages: u64) -> Result<(f64, Option<f64>),
     let floor = metric("messages_per_s", "floor")
         .filter(|r| *r > 0.0)
         .map(|r| messages as f64 / r);
-    match metric("messages_per_s", "value") {
+    match metric("messages_per_s", "value").or_else(|| metric("round_trips_per_s", "value")) {
         Some(rate) if rate > 0.0 => Ok((messages as f64 / rate, floor)),
-        _ => Err("neither elapsed_s nor messages_per_s in the records".into()),
+        _ => Err("neither elapsed_s, messages_per_s nor round_trips_per_s in the records".into()),
     }
 }
 

@@ -155,6 +155,34 @@ impl AnyMessage {
             Err(self)
         }
     }
+
+    /// Drops the message as undeliverable for `why`: a [`Request`](crate::Request) inside
+    /// completes with the matching [`RequestError`](crate::RequestError) (`ReceiverGone` for
+    /// [`DeliveryFailure::NodeDown`], ...), as when the runtime drops one. Counting it is the
+    /// caller's ([`Environment::report_dead_letter`](crate::Environment::report_dead_letter)).
+    ///
+    /// ```
+    /// use cohort::{AnyMessage, CustomMbox, DeliveryFailure, Mbox, RequestError};
+    /// use std::sync::{mpsc, Mutex};
+    /// use std::time::Duration;
+    ///
+    /// /// Hands what it receives to the test.
+    /// struct Capture(Mutex<mpsc::Sender<AnyMessage>>);
+    /// impl CustomMbox for Capture {
+    ///     fn deliver(&self, msg: AnyMessage) {
+    ///         let _ = self.0.lock().unwrap().send(msg);
+    ///     }
+    /// }
+    ///
+    /// let (tx, rx) = mpsc::channel();
+    /// let mbox = Mbox::custom(Capture(Mutex::new(tx)));
+    /// let pending = mbox.request::<u8, u8>(1);
+    /// rx.recv().unwrap().discard(DeliveryFailure::NodeDown);
+    /// assert_eq!(pending.wait(Duration::from_secs(5)), Err(RequestError::ReceiverGone));
+    /// ```
+    pub fn discard(self, why: crate::DeliveryFailure) {
+        crate::mailbox::request::drop_with_reason(self, why)
+    }
 }
 
 impl fmt::Debug for AnyMessage {

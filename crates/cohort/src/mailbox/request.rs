@@ -52,6 +52,12 @@ pub enum RequestError {
         "the request was refused on its way ({0}): raise the receiver's message limit or fix the redirect, filter or transform"
     )]
     Refused(DeliveryFailure),
+    /// The connection to the receiver's node broke after the request was written to it
+    /// (`cohort-remote`): it may have been handled there, or not; its reply cannot come.
+    #[error(
+        "the connection to the receiver's node broke after the request was sent: it may or may not have been handled; ask again only if that is safe"
+    )]
+    InDoubt,
 }
 
 thread_local! {
@@ -90,9 +96,9 @@ fn current_drop_error() -> RequestError {
             | DeliveryFailure::OutboundFull
             | DeliveryFailure::NotRegisteredForRemote
             | DeliveryFailure::NotExported
-            | DeliveryFailure::RemoteCodec
-            | DeliveryFailure::InDoubt),
+            | DeliveryFailure::RemoteCodec),
         ) => RequestError::Refused(why),
+        Some(DeliveryFailure::InDoubt) => RequestError::InDoubt,
         None => RequestError::NotReplied,
     }
 }
@@ -126,8 +132,35 @@ impl<Reply> Slot<Reply> {
     }
 }
 
-/// Where the outcome of a request goes when the asker does not wait for it.
-pub(crate) trait ReplyHook<Reply>: Send + Sync {
+/// Where the outcome of a request goes when nobody waits for it in a [`PendingReply`]: an
+/// agent's non-blocking ask ([`Context::request`](crate::Context::request)), or a bridge
+/// that carries the outcome elsewhere (`cohort-remote` sends it back to the asking node).
+///
+/// ```
+/// use cohort::mchain::{from, receive, Handlers, MchainParams};
+/// use cohort::{ReplyHook, Request, RequestError};
+/// use std::sync::{Arc, Mutex};
+///
+/// #[derive(Default)]
+/// struct Keep(Mutex<Vec<Result<u8, RequestError>>>);
+/// impl ReplyHook<u8> for Keep {
+///     fn complete(&self, outcome: Result<u8, RequestError>) {
+///         self.0.lock().unwrap().push(outcome);
+///     }
+/// }
+///
+/// let env = cohort::Environment::builder().start().unwrap();
+/// let chain = env.create_mchain(MchainParams::unbounded()).unwrap();
+/// let kept = Arc::new(Keep::default());
+/// chain.as_mbox().send(Request::<u8, u8>::with_hook(1, kept.clone()));
+/// drop(Request::<u8, u8>::with_hook(2, kept.clone())); // dropped unanswered
+/// receive(
+///     from(&chain).handle_n(1),
+///     &mut Handlers::new().on(|r: &Request<u8, u8>| { r.reply(r.payload() + 1); }),
+/// );
+/// assert_eq!(*kept.0.lock().unwrap(), vec![Err(RequestError::NotReplied), Ok(2)]);
+/// ```
+pub trait ReplyHook<Reply>: Send + Sync {
     /// The reply, or why there is none; called at most once per request.
     fn complete(&self, outcome: Result<Reply, RequestError>);
 }
@@ -174,8 +207,8 @@ impl<Req, Reply> Request<Req, Reply> {
         }
     }
 
-    /// A request whose outcome goes to `hook`.
-    pub(crate) fn with_hook(req: Req, hook: Arc<dyn ReplyHook<Reply>>) -> Self {
+    /// A request whose outcome (the reply, or why there is none) goes to `hook`, once.
+    pub fn with_hook(req: Req, hook: Arc<dyn ReplyHook<Reply>>) -> Self {
         Self::new(req, ReplyTo::Hook(hook))
     }
 
@@ -273,6 +306,19 @@ impl<Reply> Responder<Reply> {
     pub fn reply(mut self, reply: Reply) {
         if let Some(to) = self.to.take() {
             to.send(reply)
+        }
+    }
+
+    /// Completes the request with `why` instead of a reply: what a bridge that passed the
+    /// request on (to another node) does when it learns there will be none. A request whose
+    /// reply goes to a mailbox ([`Mbox::request_to`]) gets nothing, as when it is dropped.
+    pub fn fail(mut self, why: RequestError) {
+        if let Some(to) = self.to.take() {
+            match to {
+                ReplyTo::Slot(s) => s.complete(Err(why)),
+                ReplyTo::Hook(h) => h.complete(Err(why)),
+                ReplyTo::Mbox(..) => {}
+            }
         }
     }
 }

@@ -22,6 +22,8 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::CountingActor => counting(z.count),
         Scenario::FanOut => fan_out(z.workers, z.messages),
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
+        Scenario::AsyncAskOneThread => async_ask(z.count, false),
+        Scenario::AsyncAskTwoThreads => async_ask(z.count, true),
     }
 }
 
@@ -578,4 +580,99 @@ fn self_send(workers: u64, message_count: u64, start_batch: u64) -> Result<Outco
         elapsed: started.elapsed(),
         messages: handled.load(Ordering::Acquire),
     })
+}
+
+// ---- async-ask ----
+
+#[derive(Message)]
+#[rtype(result = "u64")]
+struct Question(u64);
+
+/// Answers each question with twice its number.
+struct Answerer;
+
+impl Actor for Answerer {
+    type Context = Context<Self>;
+}
+
+impl Handler<Question> for Answerer {
+    type Result = u64;
+
+    fn handle(&mut self, Question(n): Question, _: &mut Self::Context) -> u64 {
+        peer_common::ask_reply(n)
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct AskAll(u64);
+
+type AskResult = Arc<Mutex<Option<Result<peer_common::AskRun, String>>>>;
+
+/// Asks the answerer `count` times, one at a time, in the `ResponseFuture` of its handler.
+struct Asker {
+    answerer: Addr<Answerer>,
+    out: AskResult,
+}
+
+impl Actor for Asker {
+    type Context = Context<Self>;
+}
+
+impl Handler<AskAll> for Asker {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, AskAll(count): AskAll, _: &mut Self::Context) -> Self::Result {
+        let (answerer, out) = (self.answerer.clone(), self.out.clone());
+        Box::pin(async move {
+            let mut run = peer_common::AskRun {
+                latencies_ns: Vec::with_capacity(count as usize),
+                ..Default::default()
+            };
+            let started = Instant::now();
+            let mut result = Ok(());
+            for i in 0..count {
+                let t = Instant::now();
+                match answerer.send(Question(i)).await {
+                    Ok(r) => run.sum += r,
+                    Err(e) => {
+                        result = Err(format!("send {i} failed: {e}"));
+                        break;
+                    }
+                }
+                run.latencies_ns.push(t.elapsed().as_nanos() as u64);
+            }
+            run.elapsed = started.elapsed();
+            *out.lock().unwrap() = Some(result.map(|()| run));
+            System::current().stop();
+        })
+    }
+}
+
+/// actix's `Addr::send` awaited in a `ResponseFuture` (the asker's handler's result); the
+/// answerer on the system's arbiter, or on an arbiter (a thread) of its own.
+fn async_ask(count: u64, two_threads: bool) -> Result<Outcome, String> {
+    let out: AskResult = Arc::default();
+    let sys = System::new();
+    let other = two_threads.then(Arbiter::new);
+    let handle = other.as_ref().map(Arbiter::handle);
+    let o = out.clone();
+    sys.block_on(async move {
+        let answerer = match &handle {
+            Some(h) => Answerer::start_in_arbiter(h, |_| Answerer),
+            None => Answerer.start(),
+        };
+        Asker { answerer, out: o }.start().do_send(AskAll(count));
+    });
+    run_system(sys)?;
+    if let Some(a) = other {
+        a.stop();
+        a.join().map_err(|_| "the answerer's arbiter panicked")?;
+    }
+    let run = out
+        .lock()
+        .unwrap()
+        .take()
+        .ok_or("the asker never finished")??;
+    peer_common::ask_outcome(count, run)
 }

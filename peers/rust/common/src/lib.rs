@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The scenarios every port runs, by their command-line names.
-pub const SCENARIOS: [&str; 8] = [
+pub const SCENARIOS: [&str; 10] = [
     "ping-pong-one-thread",
     "ping-pong-two-threads",
     "skynet",
@@ -19,6 +19,8 @@ pub const SCENARIOS: [&str; 8] = [
     "counting-actor",
     "fan-out",
     "self-send",
+    "async-ask-one-thread",
+    "async-ask-two-threads",
 ];
 
 /// A comparison scenario (see cohort's crates/cohort-bench/src/scenarios/ for each topology).
@@ -40,6 +42,11 @@ pub enum Scenario {
     FanOut,
     /// `workers` actors each send themselves `message_count` signals, one in flight.
     SelfSend,
+    /// One actor asks another `count` times, one ask at a time, awaiting each reply in the
+    /// framework's own ask (a reply future); both on one thread.
+    AsyncAskOneThread,
+    /// The same with the two actors on two threads.
+    AsyncAskTwoThreads,
 }
 
 impl Scenario {
@@ -54,6 +61,8 @@ impl Scenario {
             Self::CountingActor,
             Self::FanOut,
             Self::SelfSend,
+            Self::AsyncAskOneThread,
+            Self::AsyncAskTwoThreads,
         ];
         SCENARIOS.iter().position(|&n| n == name).map(|i| all[i])
     }
@@ -92,10 +101,10 @@ pub struct Sizes {
 impl Sizes {
     fn defaults(s: Scenario) -> Self {
         Self {
-            count: if s == Scenario::CountingActor {
-                3_000_000
-            } else {
-                1_000_000
+            count: match s {
+                Scenario::CountingActor => 3_000_000,
+                Scenario::AsyncAskOneThread | Scenario::AsyncAskTwoThreads => 200_000,
+                _ => 1_000_000,
             },
             leaves: 1_000_000,
             branching: 10,
@@ -118,6 +127,7 @@ impl Sizes {
             Scenario::CountingActor => self.count,
             Scenario::FanOut => self.workers * self.messages,
             Scenario::SelfSend => self.workers * self.message_count,
+            Scenario::AsyncAskOneThread | Scenario::AsyncAskTwoThreads => self.count,
         }
     }
 
@@ -257,6 +267,50 @@ impl Marks {
     }
 }
 
+/// The latency of each round trip of a run, in nanoseconds, kept for the JSON line's
+/// `p50_ns` and `p99_ns` (set once, by the scenarios that time each round trip).
+static LATENCY: OnceLock<(u64, u64)> = OnceLock::new();
+
+/// Records the run's round-trip latencies (nanoseconds, any order) for its JSON line.
+pub fn record_latencies(mut ns: Vec<u64>) {
+    if ns.is_empty() {
+        return;
+    }
+    ns.sort_unstable();
+    let at = |q: f64| ns[((ns.len() as f64 * q).ceil() as usize).clamp(1, ns.len()) - 1];
+    let _ = LATENCY.set((at(0.5), at(0.99)));
+}
+
+/// What the asker of an async-ask run measured: the span of its asks, each round trip's
+/// latency in nanoseconds, and the sum of the replies.
+#[derive(Debug, Default)]
+pub struct AskRun {
+    /// From before the first ask to after the last reply.
+    pub elapsed: Duration,
+    /// One per round trip.
+    pub latencies_ns: Vec<u64>,
+    /// The replies added up.
+    pub sum: u64,
+}
+
+/// The question of ask `i` and its expected reply: asks `0..count` are answered with twice
+/// the question, so the replies add up to `count * (count - 1)`.
+pub fn ask_reply(question: u64) -> u64 {
+    2 * question
+}
+
+/// Checks an async-ask run of `count` asks, records its latencies for the JSON line, and
+/// gives its outcome (one message per round trip).
+pub fn ask_outcome(count: u64, run: AskRun) -> Result<Outcome, String> {
+    check("sum of the replies", run.sum, count * (count - 1))?;
+    check("round trips timed", run.latencies_ns.len() as u64, count)?;
+    record_latencies(run.latencies_ns);
+    Ok(Outcome {
+        elapsed: run.elapsed,
+        messages: count,
+    })
+}
+
 /// Checks a result: `Err` with both values when they differ.
 pub fn check(what: &str, got: u64, expected: u64) -> Result<(), String> {
     if got == expected {
@@ -329,11 +383,17 @@ pub fn json_line(framework: &str, scenario: Scenario, result: &Result<Outcome, S
         json_string(scenario.name())
     );
     match result {
-        Ok(o) => format!(
-            "{head},\"elapsed_s\":{},\"messages\":{},\"ok\":true}}",
-            o.elapsed.as_secs_f64(),
-            o.messages
-        ),
+        Ok(o) => {
+            let latency = LATENCY
+                .get()
+                .map(|(p50, p99)| format!(",\"p50_ns\":{p50},\"p99_ns\":{p99}"))
+                .unwrap_or_default();
+            format!(
+                "{head},\"elapsed_s\":{},\"messages\":{}{latency},\"ok\":true}}",
+                o.elapsed.as_secs_f64(),
+                o.messages
+            )
+        }
         Err(e) => format!("{head},\"ok\":false,\"error\":{}}}", json_string(e)),
     }
 }

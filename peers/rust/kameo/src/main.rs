@@ -42,6 +42,8 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::CountingActor => counting(z.count),
         Scenario::FanOut => fan_out(z.workers, z.messages),
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
+        Scenario::AsyncAskOneThread => async_ask(z.count, false),
+        Scenario::AsyncAskTwoThreads => async_ask(z.count, true),
     }
 }
 
@@ -607,4 +609,81 @@ fn self_send(workers: u64, message_count: u64, start_batch: u64) -> Result<Outco
         elapsed: started.elapsed(),
         messages: handled,
     })
+}
+
+// ---- async-ask ----
+
+struct Question(u64);
+
+/// Answers each question with twice its number.
+#[derive(Actor)]
+struct Answerer;
+
+impl Message<Question> for Answerer {
+    type Reply = u64;
+
+    async fn handle(&mut self, Question(n): Question, _: &mut Context<Self, u64>) -> u64 {
+        peer_common::ask_reply(n)
+    }
+}
+
+/// Asks the answerer `count` times, one at a time, from inside its handler.
+#[derive(Actor)]
+struct Asker {
+    answerer: ActorRef<Answerer>,
+}
+
+struct AskAll {
+    count: u64,
+    done: oneshot::Sender<Result<peer_common::AskRun, String>>,
+}
+
+impl Message<AskAll> for Asker {
+    type Reply = ();
+
+    async fn handle(&mut self, m: AskAll, _: &mut Context<Self, ()>) {
+        let mut run = peer_common::AskRun {
+            latencies_ns: Vec::with_capacity(m.count as usize),
+            ..Default::default()
+        };
+        let started = Instant::now();
+        for i in 0..m.count {
+            let t = Instant::now();
+            match self.answerer.ask(Question(i)).await {
+                Ok(r) => run.sum += r,
+                Err(_) => {
+                    let _ = m.done.send(Err(format!("ask {i} failed")));
+                    return;
+                }
+            }
+            run.latencies_ns.push(t.elapsed().as_nanos() as u64);
+        }
+        run.elapsed = started.elapsed();
+        let _ = m.done.send(Ok(run));
+    }
+}
+
+/// kameo's `ask` (a reply future awaited in the asker's async handler). One thread: both
+/// actors tasks of a current-thread runtime; two threads: the answerer on a thread of its
+/// own (`spawn_in_thread`), the asker a task of the runtime.
+fn async_ask(count: u64, two_threads: bool) -> Result<Outcome, String> {
+    let rt = runtime(if two_threads { 2 } else { 1 })?;
+    let run = rt.block_on(async move {
+        let answerer = if two_threads {
+            Answerer::spawn_in_thread_with_mailbox(Answerer, mailbox::unbounded())
+        } else {
+            spawn(Answerer)
+        };
+        let asker = spawn(Asker {
+            answerer: answerer.clone(),
+        });
+        let (done, rx) = oneshot::channel();
+        let _ = asker.tell(AskAll { count, done }).try_send();
+        let run = rx.await.map_err(|_| "the asker never finished")?;
+        asker.kill();
+        answerer.kill();
+        run
+    })?;
+    drop(rt);
+    peer_common::ask_outcome(count, run)
 }

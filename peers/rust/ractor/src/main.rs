@@ -39,6 +39,8 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::CountingActor => counting(z.count),
         Scenario::FanOut => fan_out(z.workers, z.messages),
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
+        Scenario::AsyncAskOneThread => async_ask(z.count, 1),
+        Scenario::AsyncAskTwoThreads => async_ask(z.count, 2),
     }
 }
 
@@ -651,4 +653,103 @@ fn self_send(workers: u64, message_count: u64, start_batch: u64) -> Result<Outco
         elapsed: started.elapsed(),
         messages: handled,
     })
+}
+
+// ---- async-ask ----
+
+/// A question and the port its answer goes to.
+enum Question {
+    Ask(u64, ractor::RpcReplyPort<u64>),
+}
+
+/// Answers each question with twice its number.
+struct Answerer;
+
+impl Actor for Answerer {
+    type Msg = Question;
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<Question>, _: ()) -> Res<()> {
+        Ok(())
+    }
+
+    async fn handle(&self, _: ActorRef<Question>, q: Question, _: &mut ()) -> Res<()> {
+        let Question::Ask(n, port) = q;
+        let _ = port.send(peer_common::ask_reply(n));
+        Ok(())
+    }
+}
+
+/// Asks the answerer `count` times, one at a time, from inside its handler.
+struct Asker;
+
+struct AskAll {
+    count: u64,
+    done: oneshot::Sender<Result<peer_common::AskRun, String>>,
+}
+
+impl Actor for Asker {
+    type Msg = AskAll;
+    type State = ActorRef<Question>;
+    type Arguments = ActorRef<Question>;
+
+    async fn pre_start(
+        &self,
+        _: ActorRef<AskAll>,
+        answerer: ActorRef<Question>,
+    ) -> Res<ActorRef<Question>> {
+        Ok(answerer)
+    }
+
+    async fn handle(
+        &self,
+        _: ActorRef<AskAll>,
+        m: AskAll,
+        answerer: &mut ActorRef<Question>,
+    ) -> Res<()> {
+        let mut run = peer_common::AskRun {
+            latencies_ns: Vec::with_capacity(m.count as usize),
+            ..Default::default()
+        };
+        let started = Instant::now();
+        for i in 0..m.count {
+            let t = Instant::now();
+            match ractor::call!(answerer, Question::Ask, i) {
+                Ok(r) => run.sum += r,
+                Err(_) => {
+                    let _ = m.done.send(Err(format!("call {i} failed")));
+                    return Ok(());
+                }
+            }
+            run.latencies_ns.push(t.elapsed().as_nanos() as u64);
+        }
+        run.elapsed = started.elapsed();
+        let _ = m.done.send(Ok(run));
+        Ok(())
+    }
+}
+
+/// ractor's `call!` (an `RpcReplyPort` awaited in the asker's async handler, no timeout), on
+/// a runtime of `threads` workers (ractor cannot place an actor on a thread).
+fn async_ask(count: u64, threads: usize) -> Result<Outcome, String> {
+    let rt = runtime(threads)?;
+    let run = rt.block_on(async move {
+        let (answerer, a_handle) = Actor::spawn(None, Answerer, ()).await.map_err(spawn_err)?;
+        let (asker, handle) = Actor::spawn(None, Asker, answerer.clone())
+            .await
+            .map_err(spawn_err)?;
+        let (done, rx) = oneshot::channel();
+        asker
+            .cast(AskAll { count, done })
+            .map_err(|_| "the asker is gone".to_string())?;
+        let run = rx.await.map_err(|_| "the asker never finished")?;
+        asker.stop(None);
+        answerer.stop(None);
+        let _ = handle.await;
+        let _ = a_handle.await;
+        run
+    })?;
+    drop(rt);
+    peer_common::ask_outcome(count, run)
 }
