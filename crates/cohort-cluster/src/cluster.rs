@@ -370,11 +370,13 @@ impl Cluster {
             return;
         };
         if graceful {
-            let others: Vec<String> = self
+            // The members' current incarnations: an older one still gossiped about (a
+            // restart) will never acknowledge.
+            let others: Vec<(String, u64)> = self
                 .members()
                 .into_iter()
-                .map(|m| m.name)
-                .filter(|n| *n != self.shared.me.name)
+                .map(|m| (m.name, m.incarnation))
+                .filter(|(n, _)| *n != self.shared.me.name)
                 .collect();
             handle
                 .chitchat()
@@ -389,9 +391,9 @@ impl Cluster {
                 loop {
                     let all = {
                         let live = watcher.borrow_and_update();
-                        others.iter().all(|n| {
+                        others.iter().all(|(n, inc)| {
                             live.iter()
-                                .filter(|(id, _)| &*id.node_id == n)
+                                .filter(|(id, _)| &*id.node_id == n && id.generation_id == *inc)
                                 .all(|(_, ns)| {
                                     // One that leaves too will not acknowledge.
                                     ns.get(&ack_key) == Some(incarnation.as_str())

@@ -260,8 +260,9 @@ fn a_host_cut_off_is_down_on_both_sides_and_back_with_its_registrations_after_he
         let entry = back.last().unwrap().entries.iter().find(|e| e.node == "c");
         entry.unwrap().mbox.send(Ping(7));
         c.wait("c", &["ping 7"]);
-        drop((b, c));
+        // a leaves while the others still run (they acknowledge), then they stop.
         drop(a);
+        drop((b, c));
         env.stop_and_wait();
         drop(hosts);
     });
