@@ -77,7 +77,7 @@ impl GatedSocket {
         max_datagram: usize,
         cluster_id: String,
     ) -> anyhow::Result<Self> {
-        let public = tokio::net::UdpSocket::bind(listen).await?;
+        let public = bind_public(listen)?;
         let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let decoder = UdpSocket::open(loopback).await?;
         let decoder_addr = decoder.local_addr()?;
@@ -255,6 +255,26 @@ impl Socket for GatedSocket {
             }
         }
     }
+}
+
+/// The gossip socket's receive buffer asked for (the system caps it at its maximum).
+const RECV_BUFFER: usize = 4 << 20;
+
+/// Binds the gossip socket with a large receive buffer: gossip arrives in bursts (a seed
+/// hears every joining member at once, datagrams up to 64 KiB), the system's default holds
+/// only a few such datagrams, and each one dropped is a round lost.
+fn bind_public(listen: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket as RawSocket, Type};
+    let socket = RawSocket::new(
+        Domain::for_address(listen),
+        Type::DGRAM,
+        Some(Protocol::UDP),
+    )?;
+    // Best effort: a smaller buffer only means more loss under bursts.
+    let _ = socket.set_recv_buffer_size(RECV_BUFFER);
+    socket.set_nonblocking(true)?;
+    socket.bind(&listen.into())?;
+    tokio::net::UdpSocket::from_std(socket.into())
 }
 
 /// Loopback delivers in microseconds; a datagram not out of the decoder after this was
