@@ -10,8 +10,7 @@ use crate::membership::{
     ACK_PREFIX, KEY_ADDR, KEY_ROLES, KEY_STATUS, REG_PREFIX, STATUS_LEAVING, STATUS_UP,
 };
 use crate::stats::{ClusterStats, Counters};
-use crate::transport::CountingUdp;
-use chitchat::transport::{Socket as _, UdpSocket};
+use crate::transport::{GatedSocket, GatedUdp};
 use chitchat::{
     ChitchatConfig, ChitchatHandle, ChitchatId, FailureDetectorConfig, NodeState, ProtocolVersion,
     spawn_chitchat,
@@ -26,7 +25,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
-type Live = BTreeMap<ChitchatId, NodeState>;
+pub(crate) type Live = BTreeMap<ChitchatId, NodeState>;
 
 pub(crate) struct Shared {
     pub(crate) config: ClusterConfig,
@@ -128,9 +127,15 @@ impl Cluster {
     /// retried every round) and publishes this member as up.
     pub fn join(node: &Arc<Node>, config: ClusterConfig) -> Result<Cluster, ClusterError> {
         config.validate()?;
-        let remoting_addr = node
-            .local_addr()
-            .ok_or_else(|| ClusterError::NodeNotListening(node.name().to_string()))?;
+        let remoting_addr = match config.advertise {
+            Some(addr) => addr,
+            None => node
+                .local_addr()
+                .ok_or_else(|| ClusterError::NodeNotListening(node.name().to_string()))?,
+        };
+        if remoting_addr.ip().is_unspecified() || remoting_addr.port() == 0 {
+            return Err(ClusterError::Unroutable(remoting_addr));
+        }
         let incarnation = config.incarnation.unwrap_or_else(|| {
             SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -142,54 +147,16 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(ClusterError::Runtime)?;
-        let socket = runtime
-            .block_on(UdpSocket::open(config.gossip_listen))
-            .map_err(|e| ClusterError::Bind {
-                addr: config.gossip_listen,
-                reason: format!("{e:#}"),
-            })?;
-        let gossip_addr = socket.local_addr().map_err(|e| ClusterError::Bind {
-            addr: config.gossip_listen,
-            reason: format!("{e:#}"),
-        })?;
         let counters = Arc::new(Counters::default());
-        let cluster_id = config.cluster_id();
-        let transport = CountingUdp {
-            socket: Mutex::new(Some(socket)),
-            counters: counters.clone(),
-            max_datagram: config.max_datagram_bytes,
-            cluster_id: cluster_id.clone(),
-        };
-        let chitchat_id = ChitchatId::new(node.name(), incarnation, gossip_addr);
-        let chitchat_config = ChitchatConfig {
-            chitchat_id,
-            cluster_id,
-            gossip_interval: config.gossip_interval,
-            listen_addr: gossip_addr,
-            seed_nodes: config.seeds.clone(),
-            failure_detector_config: FailureDetectorConfig {
-                phi_threshold: config.phi_threshold,
-                sampling_window_size: 1_000,
-                max_interval: config.max_heartbeat_interval,
-                initial_interval: config.gossip_interval,
-                dead_node_grace_period: config.dead_node_grace_period,
-            },
-            marked_for_deletion_grace_period: config.dead_node_grace_period,
-            catchup_callback: None,
-            // A node that does not announce a remoting address is not one of ours.
-            extra_liveness_predicate: Some(Box::new(|ns: &NodeState| ns.get(KEY_ADDR).is_some())),
-            protocol_version: ProtocolVersion::V0,
-        };
-        let initial = vec![
-            (KEY_ADDR.to_string(), remoting_addr.to_string()),
-            (KEY_ROLES.to_string(), config.roles.join(",")),
-            (KEY_STATUS.to_string(), STATUS_UP.to_string()),
-        ];
-        let handle = runtime
-            .block_on(spawn_chitchat(chitchat_config, initial, &transport))
-            .map_err(|e| ClusterError::Gossip(e.to_string()))?;
+        let gossip = runtime.block_on(start_gossip(
+            node.name(),
+            incarnation,
+            remoting_addr,
+            &config,
+            counters.clone(),
+        ))?;
+        let (handle, gossip_addr, watcher) = (gossip.handle, gossip.addr, gossip.watcher);
         let chitchat = handle.chitchat();
-        let watcher = runtime.block_on(async { chitchat.lock().await.live_nodes_watcher() });
         let me = Member {
             name: node.name().to_string(),
             incarnation,
@@ -403,11 +370,13 @@ impl Cluster {
             return;
         };
         if graceful {
-            let others: Vec<String> = self
+            // The members' current incarnations: an older one still gossiped about (a
+            // restart) will never acknowledge.
+            let others: Vec<(String, u64)> = self
                 .members()
                 .into_iter()
-                .map(|m| m.name)
-                .filter(|n| *n != self.shared.me.name)
+                .map(|m| (m.name, m.incarnation))
+                .filter(|(n, _)| *n != self.shared.me.name)
                 .collect();
             handle
                 .chitchat()
@@ -422,9 +391,9 @@ impl Cluster {
                 loop {
                     let all = {
                         let live = watcher.borrow_and_update();
-                        others.iter().all(|n| {
+                        others.iter().all(|(n, inc)| {
                             live.iter()
-                                .filter(|(id, _)| &*id.node_id == n)
+                                .filter(|(id, _)| &*id.node_id == n && id.generation_id == *inc)
                                 .all(|(_, ns)| {
                                     // One that leaves too will not acknowledge.
                                     ns.get(&ack_key) == Some(incarnation.as_str())
@@ -476,6 +445,74 @@ impl std::fmt::Debug for Cluster {
             .field("gossip_addr", &self.gossip_addr)
             .finish()
     }
+}
+
+/// A member's gossip, started: what [`Cluster::join`] runs, and all that
+/// [`crate::sim`] runs.
+pub(crate) struct Gossip {
+    pub(crate) handle: ChitchatHandle,
+    pub(crate) addr: SocketAddr,
+    pub(crate) watcher: watch::Receiver<Live>,
+}
+
+/// Binds the gossip socket and starts chitchat announcing `remoting_addr` as up.
+pub(crate) async fn start_gossip(
+    name: &str,
+    incarnation: u64,
+    remoting_addr: SocketAddr,
+    config: &ClusterConfig,
+    counters: Arc<Counters>,
+) -> Result<Gossip, ClusterError> {
+    let cluster_id = config.cluster_id();
+    let bind_error = |e: &dyn std::fmt::Display| ClusterError::Bind {
+        addr: config.gossip_listen,
+        reason: format!("{e:#}"),
+    };
+    let socket = GatedSocket::open(
+        config.gossip_listen,
+        counters,
+        config.max_datagram_bytes,
+        cluster_id.clone(),
+    )
+    .await
+    .map_err(|e| bind_error(&e))?;
+    let addr = socket.public_addr().map_err(|e| bind_error(&e))?;
+    let transport = GatedUdp {
+        socket: Mutex::new(Some(socket)),
+    };
+    let chitchat_config = ChitchatConfig {
+        chitchat_id: ChitchatId::new(name.to_string(), incarnation, addr),
+        cluster_id,
+        gossip_interval: config.gossip_interval,
+        listen_addr: addr,
+        seed_nodes: config.seeds.clone(),
+        failure_detector_config: FailureDetectorConfig {
+            phi_threshold: config.phi_threshold,
+            sampling_window_size: 1_000,
+            max_interval: config.max_heartbeat_interval,
+            initial_interval: config.gossip_interval,
+            dead_node_grace_period: config.dead_node_grace_period,
+        },
+        marked_for_deletion_grace_period: config.dead_node_grace_period,
+        catchup_callback: None,
+        // A node that does not announce a remoting address is not one of ours.
+        extra_liveness_predicate: Some(Box::new(|ns: &NodeState| ns.get(KEY_ADDR).is_some())),
+        protocol_version: ProtocolVersion::V0,
+    };
+    let initial = vec![
+        (KEY_ADDR.to_string(), remoting_addr.to_string()),
+        (KEY_ROLES.to_string(), config.roles.join(",")),
+        (KEY_STATUS.to_string(), STATUS_UP.to_string()),
+    ];
+    let handle = spawn_chitchat(chitchat_config, initial, &transport)
+        .await
+        .map_err(|e| ClusterError::Gossip(e.to_string()))?;
+    let watcher = handle.chitchat().lock().await.live_nodes_watcher();
+    Ok(Gossip {
+        handle,
+        addr,
+        watcher,
+    })
 }
 
 /// The name of the events mailbox of the cluster member whose node is named `node`.

@@ -40,7 +40,9 @@ pub enum ConfigError {
 ///     .seeds(["127.0.0.1:7946", "127.0.0.1:7947"])
 ///     .gossip_listen("127.0.0.1:0".parse().unwrap())
 ///     .roles(["orders"])
-///     .gossip_interval(Duration::from_millis(200));
+///     .gossip_interval(Duration::from_millis(200))
+///     // The node listens on 0.0.0.0: members dial this address instead.
+///     .advertise("10.0.0.5:7000".parse().unwrap());
 /// assert!(config.validate().is_ok());
 /// assert!(ClusterConfig::new("").validate().is_err());
 /// assert!(ClusterConfig::new("shop").gossip_interval(Duration::ZERO).validate().is_err());
@@ -61,6 +63,7 @@ pub struct ClusterConfig {
     pub(crate) max_keys_per_node: usize,
     pub(crate) max_datagram_bytes: usize,
     pub(crate) incarnation: Option<u64>,
+    pub(crate) advertise: Option<SocketAddr>,
 }
 
 impl ClusterConfig {
@@ -84,6 +87,7 @@ impl ClusterConfig {
             max_keys_per_node: defaults::MAX_KEYS_PER_NODE,
             max_datagram_bytes: defaults::MAX_DATAGRAM_BYTES,
             incarnation: None,
+            advertise: None,
         }
     }
 
@@ -175,7 +179,10 @@ impl ClusterConfig {
     }
 
     /// The longest gossip datagram accepted
-    /// ([`MAX_DATAGRAM_BYTES`](defaults::MAX_DATAGRAM_BYTES)).
+    /// ([`MAX_DATAGRAM_BYTES`](defaults::MAX_DATAGRAM_BYTES)). Chitchat fills datagrams up
+    /// to that default when a member's state is large (many members or registrations), so
+    /// a lower cap also refuses such peers' gossip: lower it only for clusters whose
+    /// gossip stays small.
     pub fn max_datagram_bytes(mut self, bytes: usize) -> Self {
         self.max_datagram_bytes = bytes;
         self
@@ -186,6 +193,16 @@ impl ClusterConfig {
     /// higher one: members then see a new member, not the old one.
     pub fn incarnation(mut self, incarnation: u64) -> Self {
         self.incarnation = Some(incarnation);
+        self
+    }
+
+    /// The remoting address members dial to reach this node (default: the address its
+    /// cohort-remote node listens on). Give it when the node listens on every interface
+    /// (`0.0.0.0`) or behind a translated address. A member that advertises an address
+    /// another node answers is never sent to (counted in
+    /// [`ClusterStats::address_not_owned`](crate::ClusterStats::address_not_owned)).
+    pub fn advertise(mut self, addr: SocketAddr) -> Self {
+        self.advertise = Some(addr);
         self
     }
 

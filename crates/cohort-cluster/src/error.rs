@@ -13,6 +13,11 @@ pub enum ClusterError {
     /// The node does not listen, so members could not reach it.
     #[error("node {0:?} does not listen (NodeConfig::listen): members could not reach it")]
     NodeNotListening(String),
+    /// The remoting address members would dial is not one they can reach (the node
+    /// listens on every interface, `0.0.0.0`): give one with
+    /// [`ClusterConfig::advertise`](crate::ClusterConfig::advertise).
+    #[error("members cannot dial {0}: give the address to advertise (ClusterConfig::advertise)")]
+    Unroutable(SocketAddr),
     /// The gossip socket could not be bound.
     #[error("cannot bind the gossip socket to {addr}: {reason}")]
     Bind {

@@ -28,13 +28,18 @@ mod cluster;
 mod config;
 pub mod defaults;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod group;
 mod listing;
 mod member;
 mod membership;
 mod proxy;
+#[doc(hidden)]
+pub mod sim;
 mod stats;
 mod transport;
+mod wire;
 
 pub use cluster::{Cluster, events_mbox_name};
 pub use config::{ClusterConfig, ConfigError};

@@ -155,25 +155,37 @@ fn count_refused(
         .entry((name.to_string(), incarnation))
         .or_default();
     let c = &shared.counters;
-    if too_long > seen.0 {
-        Counters::add(&c.keys_too_long, too_long - seen.0);
-        tracing::warn!(
-            member = name,
-            keys = too_long,
-            max = shared.config.max_key_bytes,
-            "registry keys over the length cap ignored"
-        );
-        seen.0 = too_long;
-    }
-    if over_cap > seen.1 {
-        Counters::add(&c.keys_over_cap, over_cap - seen.1);
-        tracing::warn!(
-            member = name,
-            ignored = over_cap,
-            max = shared.config.max_keys_per_node,
-            "registrations over the per-node cap ignored"
-        );
-        seen.1 = over_cap;
+    let cfg = &shared.config;
+    let checks = [
+        (
+            too_long,
+            &mut seen.0,
+            &c.keys_too_long,
+            cfg.max_key_bytes,
+            "registry keys over max_key_bytes",
+        ),
+        (
+            over_cap,
+            &mut seen.1,
+            &c.keys_over_cap,
+            cfg.max_keys_per_node,
+            "registrations over max_keys_per_node",
+        ),
+    ];
+    for (now, seen, counter, max, reason) in checks {
+        if now > *seen {
+            Counters::add(counter, now - *seen);
+            if let Some(skipped) = c.may_log(reason) {
+                tracing::warn!(
+                    member = name,
+                    ignored = now,
+                    max,
+                    skipped,
+                    "{reason} ignored"
+                );
+            }
+            *seen = now;
+        }
     }
 }
 
@@ -204,6 +216,7 @@ pub(crate) fn refresh(
         };
         let mut member = old.clone();
         member.status = MemberStatus::Down;
+        Counters::add(&shared.counters.member_downs, 1);
         tracing::warn!(member = %name, %reason, "member down");
         publish(events, MemberDown { member, reason });
     }

@@ -60,14 +60,22 @@ impl RemoteTarget {
                 Some(mbox)
             }
             Ok(peer) => {
-                Counters::add(&self.counters.dials_failed, 1);
-                tracing::warn!(member = %self.member, addr = %self.addr, answered = %peer.name(),
-                    "a member's address is served by another node");
+                Counters::add(&self.counters.address_not_owned, 1);
+                if let Some(skipped) = self
+                    .counters
+                    .may_log("member advertises an address it does not own")
+                {
+                    tracing::warn!(member = %self.member, addr = %self.addr, answered = %peer.name(),
+                        skipped, "a member advertises a remoting address another node answers: not sent to");
+                }
                 None
             }
             Err(e) => {
                 Counters::add(&self.counters.dials_failed, 1);
-                tracing::warn!(member = %self.member, addr = %self.addr, error = %e, "dial to a member failed");
+                if let Some(skipped) = self.counters.may_log("dial to a member failed") {
+                    tracing::warn!(member = %self.member, addr = %self.addr, error = %e, skipped,
+                        "dial to a member failed");
+                }
                 conn.remote.as_ref().map(|(_, m)| m.clone())
             }
         }

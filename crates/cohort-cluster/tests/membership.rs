@@ -73,9 +73,9 @@ fn graceful_leave_is_left_not_down_and_takes_registrations() {
 fn crash_is_seen_as_down_and_registrations_vanish_everywhere() {
     watchdog(LIMIT, || {
         let env = env();
-        let a = join(&env, "a", config("c3", &[]));
-        let mut b = join(&env, "b", config("c3", &[a.seed()]));
-        let c = join(&env, "c", config("c3", &[a.seed()]));
+        let a = join(&env, "a", detecting("c3", &[]));
+        let mut b = join(&env, "b", detecting("c3", &[a.seed()]));
+        let c = join(&env, "c", detecting("c3", &[a.seed()]));
         for m in [&a, &b, &c] {
             wait_up(m, &["a", "b", "c"]);
         }
@@ -122,6 +122,8 @@ fn restart_under_the_same_name_is_a_new_incarnation_without_old_registrations() 
 
         b.cluster.take().unwrap().abort();
         std::sync::Arc::try_unwrap(b.node).unwrap().abort();
+        // The old incarnation is still live in a's gossip (this config never declares it
+        // dead): the higher incarnation replaces it all the same.
         let b2 = join(&env, "b", config("c4", &[a.seed()]).incarnation(2));
         b2.cluster().register("other", &inbox).unwrap();
         let before = wait_event(&a, "up of b's second incarnation", |e| {

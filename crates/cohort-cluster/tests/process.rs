@@ -19,7 +19,7 @@ fn child_member() {
         return;
     };
     let env = env();
-    let m = join(&env, "child", config("p1", &[seed]));
+    let m = join(&env, "child", detecting("p1", &[seed]));
     let (inbox, _rx) = recorder::<Ping>();
     m.cluster().register("orders", &inbox).unwrap();
     let mut line = String::new();
@@ -30,8 +30,8 @@ fn child_member() {
 fn a_killed_process_is_seen_down_and_its_registrations_vanish() {
     watchdog(LIMIT, || {
         let env = env();
-        let a = join(&env, "a", config("p1", &[]));
-        let b = join(&env, "b", config("p1", &[a.seed()]));
+        let a = join(&env, "a", detecting("p1", &[]));
+        let b = join(&env, "b", detecting("p1", &[a.seed()]));
         let (sub_a, listings_a) = recorder();
         let (sub_b, listings_b) = recorder();
         a.cluster().subscribe_key("orders", &sub_a);

@@ -12,11 +12,33 @@ use std::time::Duration;
 #[derive(Args, Clone)]
 pub struct ClusterArgs {
     /// Member counts, one round each (comma-separated).
-    #[arg(long, value_delimiter = ',', default_values_t = vec![5usize, 10, 25])]
+    #[arg(long, value_delimiter = ',', default_values_t = vec![5usize, 10, 25, 50])]
     pub nodes: Vec<usize>,
+    /// Skip the member rounds (`--nodes`): only the other parts asked for run.
+    #[arg(long = "no-members")]
+    pub no_members: bool,
     /// The steady-state window over which gossip traffic is counted, in seconds.
     #[arg(long = "steady-s", default_value_t = 5.0)]
     pub steady_s: f64,
+    /// Gossip-only member counts (chitchat behind cohort-cluster's transport, no nodes, no
+    /// agents, one runtime of two threads), one round each; none by default.
+    #[arg(long = "gossip-only", value_delimiter = ',')]
+    pub gossip_only: Vec<usize>,
+    /// The gossip interval of the gossip-only members, in milliseconds (default: the
+    /// cluster's default).
+    #[arg(long = "sim-interval-ms", default_value_t = 400)]
+    pub sim_interval_ms: u64,
+    /// Seconds of the false-down run: 10 members with the default configuration, two
+    /// pairs of them in remote ping-pong through groups, back to back; 0 skips it.
+    #[arg(long = "false-down-s", default_value_t = 0.0)]
+    pub false_down_s: f64,
+    /// Rounds of each route in the group-route comparison (remote ping-pong through
+    /// `group(.., RoundRobin)` against direct proxies, alternating); 0 skips it.
+    #[arg(long = "route-rounds", default_value_t = 0)]
+    pub route_rounds: usize,
+    /// Messages (pings and pongs) per client in a group-route round.
+    #[arg(long = "route-messages", default_value_t = 40_000)]
+    pub route_messages: u64,
 }
 
 /// Refuses impossible parameters before anything starts.
@@ -26,6 +48,21 @@ pub fn validate(a: &ClusterArgs) -> Result<(), String> {
             "--nodes {:?}: each member count must be 2 to 500 (one is stopped to measure detection)",
             a.nodes
         ));
+    }
+    if a.gossip_only.iter().any(|&n| !(2..=2000).contains(&n)) {
+        return Err(format!(
+            "--gossip-only {:?}: each count must be 2 to 2,000",
+            a.gossip_only
+        ));
+    }
+    if a.sim_interval_ms == 0 {
+        return Err("--sim-interval-ms must be positive".into());
+    }
+    if !(0.0..=3600.0).contains(&a.false_down_s) {
+        return Err("--false-down-s must be 0 to 3600".into());
+    }
+    if a.route_messages < 2 {
+        return Err("--route-messages must be at least 2 (a ping and its pong)".into());
     }
     if !(a.steady_s > 0.0 && a.steady_s <= 600.0) {
         return Err("--steady-s must be above 0 and at most 600".into());
@@ -37,7 +74,8 @@ pub fn validate(a: &ClusterArgs) -> Result<(), String> {
 pub fn records(a: &ClusterArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let steady = Duration::from_secs_f64(a.steady_s);
     let mut out = Vec::new();
-    for &n in &a.nodes {
+    let nodes: &[usize] = if a.no_members { &[] } else { &a.nodes };
+    for &n in nodes {
         let variant = format!(
             "{n} in-process members, each its own remoting node and gossip runtime, \
              loopback, default config"
@@ -55,6 +93,87 @@ pub fn records(a: &ClusterArgs, runs: usize, machine: &Machine) -> Vec<Record> {
                 ("gossip_bytes_per_node_per_s", o.bytes_per_node_per_s),
             ])
         }));
+    }
+    let interval = Duration::from_millis(a.sim_interval_ms);
+    for &n in &a.gossip_only {
+        let variant = format!(
+            "{n} gossip-only members (no nodes, no agents), one runtime of 2 threads, loopback, \
+             gossip every {} ms",
+            a.sim_interval_ms
+        );
+        let p = params(
+            json!({ "members": n, "steady_s": a.steady_s, "interval_ms": a.sim_interval_ms }),
+        );
+        out.extend(sampled(
+            "cluster-gossip-only",
+            &variant,
+            &p,
+            runs,
+            machine,
+            || {
+                let o = cluster::gossip_only(n, interval, steady)?;
+                Ok(vec![
+                    ("converged_ms", o.converged.as_secs_f64() * 1e3),
+                    ("gossip_bytes_per_node_per_s", o.bytes_per_node_per_s),
+                ])
+            },
+        ));
+    }
+    if a.route_rounds > 0 {
+        let (clients, in_flight) = (10, 50);
+        let variant = format!(
+            "remote ping-pong between 2 of 3 in-process members, {clients} clients, \
+             {in_flight} in flight, {} messages per client, routes alternating",
+            a.route_messages
+        );
+        let p = params(json!({ "rounds": a.route_rounds, "clients": clients,
+            "in_flight": in_flight, "messages_per_client": a.route_messages }));
+        out.extend(sampled(
+            "cluster-group-route",
+            &variant,
+            &p,
+            1,
+            machine,
+            || {
+                let o = cluster::group_route(a.route_rounds, clients, a.route_messages, in_flight)?;
+                let median = |v: &[f64]| {
+                    let mut v = v.to_vec();
+                    v.sort_by(f64::total_cmp);
+                    v[v.len() / 2]
+                };
+                let (d, g) = (median(&o.direct), median(&o.group));
+                Ok(vec![
+                    ("direct_messages_per_s", d),
+                    ("group_messages_per_s", g),
+                    ("group_over_direct", g / d),
+                ])
+            },
+        ));
+    }
+    if a.false_down_s > 0.0 {
+        let (n, clients) = (10, 10);
+        let variant = format!(
+            "{n} in-process members, default config, 2 pairs in remote ping-pong through \
+             groups ({clients} clients each) for {} s",
+            a.false_down_s
+        );
+        let p = params(json!({ "members": n, "seconds": a.false_down_s, "clients": clients }));
+        out.extend(sampled(
+            "cluster-false-downs",
+            &variant,
+            &p,
+            1,
+            machine,
+            || {
+                let o = cluster::false_downs(n, Duration::from_secs_f64(a.false_down_s), clients)?;
+                Ok(vec![
+                    ("false_member_downs", o.false_downs as f64),
+                    ("least_view", o.least_view as f64),
+                    ("messages_per_s", o.messages_per_s),
+                    ("elapsed_s", o.elapsed.as_secs_f64()),
+                ])
+            },
+        ));
     }
     out
 }

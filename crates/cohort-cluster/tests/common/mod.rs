@@ -7,6 +7,7 @@ use cohort::{Agent, AnyMessage, Context, CustomMbox, DefineError, Environment, M
 use cohort_cluster::{Cluster, ClusterConfig, Listing, MemberDown, MemberLeft, MemberUp};
 use cohort_remote::{Node, NodeConfig, Registry};
 use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -90,18 +91,39 @@ pub fn registry() -> Registry {
 }
 
 pub fn node(env: &WrappedEnv, name: &str, token: &str) -> Arc<Node> {
+    node_at(env, name, token, LOOPBACK)
+}
+
+pub const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// A node listening on `ip` (a port the system picks).
+pub fn node_at(env: &WrappedEnv, name: &str, token: &str, ip: IpAddr) -> Arc<Node> {
     let config = NodeConfig::new(name)
         .token(token)
-        .listen("127.0.0.1:0".parse().unwrap());
+        .listen(SocketAddr::new(ip, 0));
     Arc::new(Node::start(&env.environment(), config, registry()).unwrap())
 }
 
-/// Fast gossip for tests; the detector keeps its default threshold.
+/// Gossip every 100 ms (short tests) for tests in which no member may go down: the
+/// threshold of 10,000 heartbeat intervals (over fifteen minutes of silence) means a
+/// member stalled by a loaded machine is never declared down, so no test can fail on a
+/// false `MemberDown`. Leaves are announced in gossip, not detected: they work at any
+/// threshold.
 pub fn config(cluster: &str, seeds: &[String]) -> ClusterConfig {
     ClusterConfig::new(cluster)
         .seeds(seeds.iter().cloned())
-        .gossip_interval(Duration::from_millis(200))
+        .gossip_interval(Duration::from_millis(100))
+        .phi_threshold(10_000.0)
         .leave_timeout(Duration::from_secs(10))
+}
+
+/// For tests that wait for a member to be declared down (crash, kill, partition): phi 30
+/// at 100 ms declares a silent member down after about 3 s. A member stalled that long by
+/// the machine would be declared down too (and up again once heard): these tests assert
+/// only about the member they stop or cut off, and wait for final states, so such a false
+/// down of another member cannot fail them.
+pub fn detecting(cluster: &str, seeds: &[String]) -> ClusterConfig {
+    config(cluster, seeds).phi_threshold(30.0)
 }
 
 /// A member with its event channel (subscribed before the join, so nothing is missed).
@@ -125,7 +147,19 @@ pub fn join(env: &WrappedEnv, name: &str, config: ClusterConfig) -> Member {
 }
 
 pub fn join_with_token(env: &WrappedEnv, name: &str, token: &str, config: ClusterConfig) -> Member {
-    let node = node(env, name, token);
+    join_at(env, name, token, LOOPBACK, config)
+}
+
+/// A member whose node listens and gossips on `ip`.
+pub fn join_at(
+    env: &WrappedEnv,
+    name: &str,
+    token: &str,
+    ip: IpAddr,
+    config: ClusterConfig,
+) -> Member {
+    let node = node_at(env, name, token, ip);
+    let config = config.gossip_listen(SocketAddr::new(ip, 0));
     let (tx, rx) = mpsc::channel();
     let mut coop = env.environment().new_coop();
     coop.add(EventSink {
