@@ -91,7 +91,8 @@ fn current_drop_error() -> RequestError {
             | DeliveryFailure::NotRegisteredForRemote
             | DeliveryFailure::NotExported
             | DeliveryFailure::RemoteCodec
-            | DeliveryFailure::InDoubt),
+            | DeliveryFailure::InDoubt
+            | DeliveryFailure::AccessDenied),
         ) => RequestError::Refused(why),
         None => RequestError::NotReplied,
     }
