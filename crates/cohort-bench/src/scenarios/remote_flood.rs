@@ -8,7 +8,7 @@
 //! process on loopback; the node under test has one I/O thread (the default).
 
 use cohort::{Agent, Context, DefineError, Environment, Mbox, WrappedEnv};
-use cohort_remote::defaults::PROTOCOL_VERSION;
+use cohort_remote::defaults::{HANDSHAKES_PER_SECOND, PROTOCOL_VERSION};
 use cohort_remote::{Node, NodeConfig, NodeStats, Registry, frame};
 use serde::{Deserialize, Serialize};
 use std::io::{Read, Write};
@@ -104,13 +104,15 @@ struct Pair {
 }
 
 impl Pair {
-    fn start() -> Result<Pair, String> {
+    /// `handshakes` per second from one address (the stall opens its connections at once).
+    fn start(handshakes: u32) -> Result<Pair, String> {
         let server_env = Environment::builder().start().map_err(|e| e.to_string())?;
         let client_env = Environment::builder().start().map_err(|e| e.to_string())?;
         let server = Node::start(
             &server_env.environment(),
             NodeConfig::new("flood-server")
                 .token(TOKEN)
+                .handshakes_per_second(handshakes)
                 .listen("127.0.0.1:0".parse().expect("an address")),
             registry(),
         )
@@ -241,7 +243,11 @@ pub fn run(
     stalled: usize,
     settle: Duration,
 ) -> Result<Outcome, String> {
-    let pair = Pair::start()?;
+    let handshakes = match mode {
+        Mode::Stall => HANDSHAKES_PER_SECOND.max(stalled as u32 + 1),
+        _ => HANDSHAKES_PER_SECOND,
+    };
+    let pair = Pair::start(handshakes)?;
     // Warm-up, then the undisturbed figure.
     pair.round_trips(Duration::from_millis(200))?;
     let undisturbed = pair.round_trips(window)?;
