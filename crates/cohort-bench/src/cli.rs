@@ -3,7 +3,7 @@
 
 use crate::commands::{
     async_interop, chains, churn, cluster, counting_actor, fan_out, floor, http_load, idle_agents,
-    idle_cpu, latency, locality, parallel_thread_ring, ping_pong, producer_consumer,
+    idle_cpu, latency, locality, parallel_thread_ring, ping_pong, producer_consumer, remote_flood,
     remote_ping_pong, restart, self_send, skynet, state_switch, thread_ring, timers,
 };
 use crate::plans::sobjectizer_grids;
@@ -113,6 +113,10 @@ pub enum Command {
     /// RemotePingPong, akka-remote-flush-batching): throughput per client count and batching
     /// policy, mean messages per write, and round-trip latency with one ping in flight.
     RemotePingPong(remote_ping_pong::RemotePingPongArgs),
+    /// A real peer's ping-pong with a node while a peer floods it (heartbeats, tiny
+    /// messages), 10,000 connection attempts come from one address, or connections stall a
+    /// max-length frame (issue 28): throughput against an undisturbed run, and memory.
+    RemoteFlood(remote_flood::RemoteFloodArgs),
     /// N cluster members in this process on loopback, each its own remoting node and gossip
     /// runtime (issue 29): convergence, registration spread, crash detection, gossip bytes.
     Cluster(cluster::ClusterArgs),

@@ -32,7 +32,7 @@ use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
     async_interop, churn, cluster, floor, http_load, idle_agents, idle_cpu, latency, locality,
-    remote_ping_pong, restart, timers,
+    remote_flood, remote_ping_pong, restart, timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
@@ -119,6 +119,10 @@ fn main() {
         Command::Cluster(a) => {
             cluster::validate(&a).unwrap_or_else(|e| usage_error(&e));
             cluster::records(&a, runs(1), &machine)
+        }
+        Command::RemoteFlood(a) => {
+            remote_flood::validate(&a).unwrap_or_else(|e| usage_error(&e));
+            remote_flood::records(&a, runs(1), &machine)
         }
         Command::RemotePingPongServer(a) => std::process::exit(remote_ping_pong::serve(&a)),
         Command::Compare(a) => {

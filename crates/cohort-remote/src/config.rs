@@ -130,6 +130,10 @@ pub struct NodeConfig {
     pub(crate) direct_write: Option<Duration>,
     pub(crate) shutdown_flush_timeout: Duration,
     pub(crate) tls: Option<crate::tls::Tls>,
+    pub(crate) read_budget: usize,
+    pub(crate) max_declarations: u32,
+    pub(crate) max_connections: usize,
+    pub(crate) handshakes_per_second: u32,
 }
 
 impl NodeConfig {
@@ -153,6 +157,10 @@ impl NodeConfig {
             direct_write: Some(defaults::DIRECT_WRITE_AFTER),
             shutdown_flush_timeout: defaults::SHUTDOWN_FLUSH_TIMEOUT,
             tls: None,
+            read_budget: defaults::READ_BUDGET_FRAMES,
+            max_declarations: defaults::MAX_DECLARATIONS,
+            max_connections: defaults::MAX_CONNECTIONS,
+            handshakes_per_second: defaults::HANDSHAKES_PER_SECOND,
         }
     }
 
@@ -259,6 +267,38 @@ impl NodeConfig {
         self
     }
 
+    /// Frames a connection's reader acts on before it yields the I/O thread to the node's
+    /// other connections ([`READ_BUDGET_FRAMES`](defaults::READ_BUDGET_FRAMES)).
+    pub fn read_budget(mut self, frames: usize) -> Self {
+        self.read_budget = frames;
+        self
+    }
+
+    /// The most type declarations and the most mailbox declarations a peer may make on one
+    /// connection, and the bound of their ids ([`MAX_DECLARATIONS`](defaults::MAX_DECLARATIONS)).
+    pub fn max_declarations(mut self, declarations: u32) -> Self {
+        self.max_declarations = declarations;
+        self
+    }
+
+    /// Accepted connections kept open at once, handshaking or up
+    /// ([`MAX_CONNECTIONS`](defaults::MAX_CONNECTIONS)); one more is closed at once and
+    /// counted in [`NodeStats::connections_refused`](crate::NodeStats::connections_refused).
+    /// Connections this node dials are not counted.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// Handshakes started per second for one source address, with a burst of as many
+    /// ([`HANDSHAKES_PER_SECOND`](defaults::HANDSHAKES_PER_SECOND)); attempts over it are
+    /// closed before the handshake and counted in
+    /// [`NodeStats::handshakes_rate_limited`](crate::NodeStats::handshakes_rate_limited).
+    pub fn handshakes_per_second(mut self, handshakes: u32) -> Self {
+        self.handshakes_per_second = handshakes;
+        self
+    }
+
     /// Checks every setting; [`Node::start`](crate::Node::start) calls it.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.name.is_empty() || self.name.len() > defaults::MAX_NAME_BYTES {
@@ -278,6 +318,18 @@ impl NodeConfig {
         }
         if self.heartbeat_interval.is_zero() {
             return Err(ConfigError::Zero("heartbeat_interval"));
+        }
+        if self.read_budget == 0 {
+            return Err(ConfigError::Zero("read_budget"));
+        }
+        if self.max_declarations == 0 {
+            return Err(ConfigError::Zero("max_declarations"));
+        }
+        if self.max_connections == 0 {
+            return Err(ConfigError::Zero("max_connections"));
+        }
+        if self.handshakes_per_second == 0 {
+            return Err(ConfigError::Zero("handshakes_per_second"));
         }
         if self.phi.threshold.is_nan() || self.phi.threshold <= 0.0 {
             return Err(ConfigError::BadPhiThreshold(self.phi.threshold));

@@ -25,6 +25,11 @@ pub(crate) struct ConnState {
     pub(crate) ended: watch::Sender<bool>,
     pub(crate) write: WriteSide,
     pub(crate) ack: AckState,
+    /// Messages of the peer this node refused ([`Access`](crate::Access)), in the order
+    /// read, for the writer to report right before the `Ack` that covers them.
+    pub(crate) denied: std::sync::Mutex<std::collections::VecDeque<crate::reader::Denial>>,
+    /// Set when `denied` got entries: one load per batch tells the writer to look.
+    pub(crate) denied_waiting: AtomicBool,
 }
 
 impl ConnState {
@@ -34,6 +39,8 @@ impl ConnState {
             ended: watch::Sender::new(false),
             write: WriteSide::new(wr),
             ack: AckState::default(),
+            denied: Default::default(),
+            denied_waiting: AtomicBool::new(false),
         }
     }
 
@@ -65,8 +72,14 @@ enum Halves {
 }
 
 /// Makes `stream` the peer's connection: starts its writer and reader, marks the peer up
-/// and publishes [`NodeUp`]. `leftover` holds bytes read past the handshake.
-pub(crate) fn install(peer: &Arc<PeerShared>, stream: Stream, leftover: Vec<u8>) {
+/// and publishes [`NodeUp`]. `leftover` holds bytes read past the handshake; `admission`, an
+/// accepted connection's place under the node's cap.
+pub(crate) fn install(
+    peer: &Arc<PeerShared>,
+    stream: Stream,
+    leftover: Vec<u8>,
+    admission: Option<crate::guard::Admission>,
+) {
     let node = &peer.node;
     // The plain write half lives in the connection (senders may write directly); the TLS
     // one belongs to the writer task alone.
@@ -100,14 +113,24 @@ pub(crate) fn install(peer: &Arc<PeerShared>, stream: Stream, leftover: Vec<u8>)
         Halves::Plain(rd) => {
             node.handle
                 .spawn(crate::writer::writer(peer.clone(), conn.clone(), None));
-            node.handle
-                .spawn(crate::reader::reader(peer.clone(), conn, rd, leftover));
+            node.handle.spawn(crate::reader::reader(
+                peer.clone(),
+                conn,
+                rd,
+                leftover,
+                admission,
+            ));
         }
         Halves::Tls(rd, wr) => {
             node.handle
                 .spawn(crate::writer::writer(peer.clone(), conn.clone(), Some(wr)));
-            node.handle
-                .spawn(crate::reader::reader(peer.clone(), conn, rd, leftover));
+            node.handle.spawn(crate::reader::reader(
+                peer.clone(),
+                conn,
+                rd,
+                leftover,
+                admission,
+            ));
         }
     }
     tracing::info!(node = %node.config.name, peer = %peer.name, "node up");
@@ -175,7 +198,7 @@ async fn reconnect(peer: Arc<PeerShared>, addr: String) {
         }
         match crate::node::dial(&node, &addr).await {
             Ok((stream, name, leftover)) if name == peer.name => {
-                install(&peer, stream, leftover);
+                install(&peer, stream, leftover, None);
                 return;
             }
             Ok((_, name, _)) => {

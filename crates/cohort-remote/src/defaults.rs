@@ -5,8 +5,8 @@ use std::time::Duration;
 
 /// The wire protocol's version, sent in the handshake. A peer with another version is
 /// refused ([`HandshakeError::VersionMismatch`](crate::HandshakeError::VersionMismatch)).
-/// Version 2 added the `Ack` frame (see [`frame`](crate::frame)).
-pub const PROTOCOL_VERSION: u16 = 2;
+/// Version 2 added the `Ack` frame, version 3 the `Denied` frame (see [`frame`](crate::frame)).
+pub const PROTOCOL_VERSION: u16 = 3;
 
 /// A receiving node that has nothing to send writes an `Ack` alone once it has read this
 /// many messages since its last one (4,096), instead of waiting for its next heartbeat: the
@@ -85,9 +85,68 @@ pub const IO_THREADS: usize = 1;
 /// [`NodeConfig::direct_write`](crate::NodeConfig::direct_write) changes or disables it.
 pub const DIRECT_WRITE_AFTER: Duration = Duration::from_micros(40);
 
-/// The most type or mailbox declarations a peer may make on one connection: 65,536. More is
-/// a protocol error ([`FrameError::TooManyDeclarations`](crate::FrameError::TooManyDeclarations)).
-pub const MAX_DECLARATIONS: u32 = 1 << 16;
+/// The most type declarations, and the most mailbox declarations, a peer may make on one
+/// connection, and the bound of their ids: 4,096 of each. A peer declares each type it sends
+/// and each mailbox name it sends to once per connection, so this covers large applications
+/// while it bounds what one connection's tables can hold (about 1 MiB with the longest
+/// names). More, or an id at or over it, closes the connection with a counted protocol error
+/// ([`FrameError::TooManyDeclarations`](crate::FrameError::TooManyDeclarations));
+/// [`NodeConfig::max_declarations`](crate::NodeConfig::max_declarations) changes it.
+pub const MAX_DECLARATIONS: u32 = 4096;
+
+/// Frames a connection's reader acts on before it lets the I/O thread serve the node's other
+/// connections (it then yields and goes on): 256. A peer that floods the node (heartbeats,
+/// tiny messages) gets one such turn in each round of the I/O thread over the ready
+/// connections, so the other peers' messages wait for at most that, not for the flood;
+/// 256 frames keep the cost of yielding under a few nanoseconds per message under load.
+/// [`NodeConfig::read_budget`](crate::NodeConfig::read_budget) changes it.
+pub const READ_BUDGET_FRAMES: usize = 256;
+
+/// Bytes a connection's reader asks the socket for at a time, and so the most a turn of it
+/// decodes: 64 KiB. A connection's receive buffer holds at most this or, while a longer
+/// frame is arriving, that frame (its declared length, capped by
+/// [`NodeConfig::max_frame_bytes`](crate::NodeConfig::max_frame_bytes), plus its 4 length
+/// bytes); after such a frame it shrinks back to this size.
+pub const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Accepted connections a node keeps open at once, handshaking or up: 1,024. One more is
+/// closed at once and counted ([`NodeStats::connections_refused`](crate::NodeStats)), so a
+/// flood of half-open connections cannot exhaust the process's file descriptors; 1,024 is
+/// the usual per-process descriptor limit and far above the peers of a cluster.
+/// [`NodeConfig::max_connections`](crate::NodeConfig::max_connections) changes it.
+pub const MAX_CONNECTIONS: usize = 1024;
+
+/// Handshakes a node starts per second for one source address (a burst of as many is
+/// allowed): 64. Attempts over it are closed before the handshake and counted
+/// ([`NodeStats::handshakes_rate_limited`](crate::NodeStats)): enough for every process of a
+/// host to reconnect at once after a restart, while a loop of attempts from one address
+/// costs the node an accept and a close each.
+/// [`NodeConfig::handshakes_per_second`](crate::NodeConfig::handshakes_per_second) changes it.
+pub const HANDSHAKES_PER_SECOND: u32 = 64;
+
+/// Source addresses whose handshake rate a node remembers: 4,096. Beyond that, addresses
+/// not seen for [`SOURCE_FORGET_AFTER`] are forgotten; if none is, a new address is refused
+/// as over its rate, so the table stays bounded under a flood from many addresses.
+pub const MAX_SOURCES: usize = 4096;
+
+/// How long a source address without a handshake stays in the rate table: 10 s, longer than
+/// the one-second window its rate is counted in.
+pub const SOURCE_FORGET_AFTER: Duration = Duration::from_secs(10);
+
+/// Warnings a connection (or, before its handshake, a source address) may log per
+/// [`WARNING_WINDOW`]: 10. Later ones in the window are counted
+/// ([`NodeStats::warnings_suppressed`](crate::NodeStats)) and the next warning logged says how
+/// many, so a peer repeating a mistake cannot fill the log.
+pub const WARNINGS_PER_WINDOW: u32 = 10;
+
+/// The window of [`WARNINGS_PER_WINDOW`]: 10 s.
+pub const WARNING_WINDOW: Duration = Duration::from_secs(10);
+
+/// Refusals of access ([`Access`](crate::Access)) a connection's reader keeps for its writer
+/// to report to the sending peer, as runs of one mailbox and type: 4,096. A peer that makes
+/// more pile up (it does not read what this node writes) is disconnected, a counted protocol
+/// error, so the backlog stays bounded.
+pub const MAX_PENDING_DENIALS: usize = 4096;
 
 /// The longest node, type or mailbox name accepted on the wire, in bytes: 256.
 pub const MAX_NAME_BYTES: usize = 256;

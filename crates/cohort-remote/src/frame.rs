@@ -17,6 +17,8 @@
 //!  7 Heartbeat    (empty)
 //!  8 Bye          (empty: the sender flushed everything and closes)
 //!  9 Ack          received u64   Message frames this side has read on this connection
+//! 10 Denied       mbox u32 | type u32 | count u32   messages the sender of this frame read and
+//!                 refused: the exported mailbox (the peer's id) does not admit the peer
 //!
 //!  str / bytes: u16 LE length, then that many bytes (str: UTF-8); integers little-endian.
 //! ```
@@ -31,6 +33,12 @@
 //! acknowledging side's own batches, or goes alone at its heartbeat or after
 //! [`ACK_EVERY`](crate::defaults::ACK_EVERY) messages when it has nothing to send. At a
 //! break, the sender counts each message written past the last `received` as in doubt.
+//!
+//! `Denied` reports messages refused by the receiving node's [`Access`](crate::Access): they
+//! count as read (the `Ack` covers them) and go back to their sender as dead letters. The
+//! refusing side writes its `Denied` frames only right before an `Ack` that covers them, and
+//! the sender counts them only when that `Ack` arrives: a message is then either refused or
+//! in doubt, never both.
 //!
 //! [`decode`] checks a frame completely before the caller acts on it: its declared length
 //! against the configured maximum (before a byte of the body is buffered), its kind, every
@@ -64,6 +72,9 @@ pub enum FrameKind {
     Bye = 8,
     /// How many `Message` frames the sender of this frame has read on this connection.
     Ack = 9,
+    /// Messages of one type to one mailbox the sender of this frame refused (its
+    /// [`Access`](crate::Access)).
+    Denied = 10,
 }
 
 impl FrameKind {
@@ -78,6 +89,7 @@ impl FrameKind {
             7 => Self::Heartbeat,
             8 => Self::Bye,
             9 => Self::Ack,
+            10 => Self::Denied,
             _ => return None,
         })
     }
@@ -139,6 +151,15 @@ pub enum Frame<'a> {
         /// `Message` frames read on this connection so far.
         received: u64,
     },
+    /// See [`FrameKind::Denied`].
+    Denied {
+        /// The mailbox id the refused messages carried (the receiver of this frame's id).
+        mbox: u32,
+        /// Their type id.
+        ty: u32,
+        /// How many.
+        count: u32,
+    },
 }
 
 /// Why bytes received are not a valid frame. Each closes the connection with this reason,
@@ -186,8 +207,11 @@ pub enum FrameError {
         kind: FrameKind,
     },
     /// The peer declared more types or mailboxes than
-    /// [`MAX_DECLARATIONS`](crate::defaults::MAX_DECLARATIONS), or an id out of that range.
-    #[error("declaration id {id} is out of range (at most {max} declarations per connection)")]
+    /// [`NodeConfig::max_declarations`](crate::NodeConfig::max_declarations), or an id out
+    /// of that range.
+    #[error(
+        "declaration id {id} is out of range, or one declaration too many (at most {max} type and {max} mailbox declarations per connection: NodeConfig::max_declarations)"
+    )]
     TooManyDeclarations {
         /// The declared id.
         id: u32,
@@ -269,6 +293,11 @@ pub fn decode(buf: &[u8], max_frame: u32) -> Result<Option<(Frame<'_>, usize)>, 
         FrameKind::Bye => Frame::Bye,
         FrameKind::Ack => Frame::Ack {
             received: body.u64()?,
+        },
+        FrameKind::Denied => Frame::Denied {
+            mbox: body.u32()?,
+            ty: body.u32()?,
+            count: body.u32()?,
         },
     };
     if !body.rest.is_empty() {
@@ -425,6 +454,15 @@ pub fn encode_ack(buf: &mut Vec<u8>, received: u64) {
     finish(buf, start);
 }
 
+/// Appends a `Denied` frame: `count` messages of type `ty` to mailbox `mbox` refused.
+pub fn encode_denied(buf: &mut Vec<u8>, mbox: u32, ty: u32, count: u32) {
+    let start = begin(buf, FrameKind::Denied);
+    buf.extend_from_slice(&mbox.to_le_bytes());
+    buf.extend_from_slice(&ty.to_le_bytes());
+    buf.extend_from_slice(&count.to_le_bytes());
+    finish(buf, start);
+}
+
 /// Appends a `Bye` frame.
 pub fn encode_bye(buf: &mut Vec<u8>) {
     let start = begin(buf, FrameKind::Bye);
@@ -511,6 +549,16 @@ mod tests {
             }
         );
         assert_eq!(decode(&b[..b.len() - 1], 100), Ok(None));
+        b.clear();
+        encode_denied(&mut b, 3, 4, 5);
+        assert_eq!(
+            one(&b),
+            Frame::Denied {
+                mbox: 3,
+                ty: 4,
+                count: 5
+            }
+        );
         // An Ack whose counter is cut short.
         assert_eq!(
             decode(&[5, 0, 0, 0, 9, 1, 2, 3, 4], 100),

@@ -176,6 +176,7 @@ fn encode(f: &Frame<'_>) -> Vec<u8> {
         Frame::Heartbeat => frame::encode_heartbeat(&mut out),
         Frame::Bye => frame::encode_bye(&mut out),
         Frame::Ack { received } => frame::encode_ack(&mut out, received),
+        Frame::Denied { mbox, ty, count } => frame::encode_denied(&mut out, mbox, ty, count),
     }
     out
 }
@@ -342,7 +343,7 @@ impl Fed {
         node: &std::sync::Arc<crate::node::NodeShared>,
         chunks: impl Iterator<Item = &'a [u8]>,
     ) -> Fed {
-        let mut inbound = Inbound::default();
+        let mut inbound = Inbound::new("fuzz-peer");
         let mut detector = PhiAccrual::new(node.config.phi, Instant::now());
         let mut buf = Vec::new();
         let mut fed = Fed {
@@ -353,20 +354,30 @@ impl Fed {
         };
         for chunk in chunks {
             buf.extend_from_slice(chunk);
-            let Turn {
-                consumed,
-                messages,
-                bye,
-                error,
-            } = decode_turn(node, &mut inbound, &mut detector, &buf);
-            fed.consumed += consumed;
-            fed.messages += messages;
-            if bye || error.is_some() {
-                fed.bye = bye;
-                fed.error = error.map(|e| e.to_string());
-                break;
+            // Turns until the budget no longer stops one, as the reader does between reads.
+            loop {
+                let Turn {
+                    consumed,
+                    messages,
+                    bye,
+                    error,
+                    more,
+                } = decode_turn(node, &mut inbound, &mut detector, &buf);
+                // What the reader hands to the writer and counts after a turn.
+                inbound.refusals.clear();
+                inbound.denied_ready.clear();
+                fed.consumed += consumed;
+                fed.messages += messages;
+                if bye || error.is_some() {
+                    fed.bye = bye;
+                    fed.error = error.map(|e| e.to_string());
+                    return fed;
+                }
+                buf.drain(..consumed);
+                if !more {
+                    break;
+                }
             }
-            buf.drain(..consumed);
         }
         fed
     }
@@ -443,6 +454,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     frame::encode_heartbeat(&mut every);
     frame::encode_bye(&mut every);
     frame::encode_ack(&mut every, 1 << 40);
+    frame::encode_denied(&mut every, 1, 0, 3);
     out.push(("frame", "every-kind".into(), [&max[..], &every].concat()));
     let mut one = |name: &str, f: &dyn Fn(&mut Vec<u8>)| {
         let mut v = max.to_vec();
@@ -461,6 +473,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     one("message", &|v| frame::encode_message(v, 3, 4, &[1, 2, 3]));
     one("heartbeat", &|v| frame::encode_heartbeat(v));
     one("ack", &|v| frame::encode_ack(v, 42));
+    one("denied", &|v| frame::encode_denied(v, 1, 2, 3));
     one("too-long", &|v| {
         v.extend_from_slice(&u32::MAX.to_le_bytes())
     });
@@ -553,6 +566,15 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
             [&c[..], &session].concat(),
         ));
     }
+    let mut denied = session.clone();
+    frame::encode_denied(&mut denied, 0, 5, 2);
+    frame::encode_denied(&mut denied, 1, 0, 1);
+    frame::encode_ack(&mut denied, 3);
+    out.push((
+        "reader",
+        "denied".into(),
+        [&[2u8, 30, 4, 11][..], &denied].concat(),
+    ));
     let mut bye = session.clone();
     frame::encode_bye(&mut bye);
     frame::encode_heartbeat(&mut bye);

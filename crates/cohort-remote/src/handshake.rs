@@ -83,6 +83,7 @@ impl From<Frame<'_>> for Owned {
             Frame::Heartbeat => Owned::Other("Heartbeat"),
             Frame::Bye => Owned::Other("Bye"),
             Frame::Ack { .. } => Owned::Other("Ack"),
+            Frame::Denied { .. } => Owned::Other("Denied"),
         }
     }
 }
@@ -109,6 +110,7 @@ pub(crate) async fn accept(
     node: &NodeShared,
     stream: &mut Stream,
     buf: &mut Vec<u8>,
+    from: std::net::SocketAddr,
 ) -> Result<String, HandshakeError> {
     let timeout = node.config.handshake_timeout;
     let result = match tokio::time::timeout(timeout, read_one(stream, buf)).await {
@@ -119,7 +121,7 @@ pub(crate) async fn accept(
     if let Err(e) = &result {
         // Counted before the peer hears the refusal: what it sees is already in the stats.
         crate::stats::Counters::add(&node.counters.handshakes_refused, 1);
-        tracing::warn!(node = %node.config.name, reason = %e, "handshake refused");
+        crate::node::warn_source(node, from, e);
     }
     let mut out = Vec::new();
     match &result {

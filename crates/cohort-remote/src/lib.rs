@@ -93,6 +93,7 @@ mod events;
 pub mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
+mod guard;
 mod handshake;
 mod mbox_ref;
 mod node;
@@ -109,6 +110,7 @@ pub use config::{Batching, ConfigError, NodeConfig, Overflow};
 pub use error::{HandshakeError, RemoteError};
 pub use events::{NodeDown, NodeUp};
 pub use frame::FrameError;
+pub use guard::Access;
 pub use mbox_ref::MboxRef;
 pub use node::{Node, events_mbox_name};
 pub use peer::RemoteNode;

@@ -6,15 +6,17 @@ use crate::ask::{AskTable, REPLIES, ReplyInbox};
 use crate::config::NodeConfig;
 use crate::connection;
 use crate::error::{HandshakeError, RemoteError};
+use crate::guard::{Access, Admission, Sources};
 use crate::mbox_ref::MboxRef;
 use crate::peer::{CLOSED, PeerShared, RemoteNode};
+use crate::reader::Target;
 use crate::registry::Registry;
 use crate::stats::{Counters, NodeStats};
 use crate::tls::Stream;
 use cohort::{DeliveryFailure, Environment, Mbox};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, TcpStream};
@@ -31,9 +33,24 @@ pub(crate) struct NodeShared {
     pub(crate) asks: AskTable,
     /// Where peers send the outcome of this node's requests: its reply mailbox.
     pub(crate) reply_to: MboxRef,
-    exports: RwLock<HashMap<String, Mbox>>,
+    exports: RwLock<HashMap<String, Export>>,
+    /// Bumped by every change of `exports`: a reader looks a name that was not exported up
+    /// again only after one.
+    exports_generation: AtomicU64,
     peers: Mutex<HashMap<String, Arc<PeerShared>>>,
     peers_changed: Condvar,
+    /// Accepted connections open now (handshaking or up).
+    accepted: Arc<AtomicUsize>,
+    /// Handshake rates and warning budgets per source address.
+    sources: Sources,
+    /// A long receive buffer was let go while the allocator was trimmed a moment ago.
+    pub(crate) trim_wanted: AtomicBool,
+}
+
+/// An exported mailbox and who may send to it.
+struct Export {
+    mbox: Mbox,
+    access: Access,
 }
 
 impl NodeShared {
@@ -56,7 +73,38 @@ impl NodeShared {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
-            .cloned()
+            .map(|e| e.mbox.clone())
+    }
+
+    /// The current generation of the exports.
+    #[inline]
+    pub(crate) fn exports_generation(&self) -> u64 {
+        self.exports_generation.load(Ordering::Acquire)
+    }
+
+    /// Where messages from the peer node `peer` to the mailbox name `name` go.
+    pub(crate) fn resolve(&self, name: &str, peer: &str) -> Target {
+        // Read before the lookup: an export made after it bumps the generation again.
+        let generation = self.exports_generation();
+        match self
+            .exports
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+        {
+            Some(e) if e.access.admits(peer) => Target::Mbox(e.mbox.clone()),
+            Some(_) => Target::Denied,
+            None => Target::Unexported(generation),
+        }
+    }
+
+    fn set_export(&self, name: &str, export: Option<Export>) {
+        let mut exports = self.exports.write().unwrap_or_else(|e| e.into_inner());
+        match export {
+            Some(e) => exports.insert(name.to_string(), e),
+            None => exports.remove(name),
+        };
+        self.exports_generation.fetch_add(1, Ordering::AcqRel);
     }
 
     pub(crate) fn peer_changed(&self) {
@@ -147,6 +195,34 @@ async fn wrap(node: &NodeShared, tcp: TcpStream, accepted: bool) -> Result<Strea
     }
 }
 
+/// Whether the listener may take the connection from `from`: under the node's cap on open
+/// connections and the source's handshake rate. A refusal is counted and (within the
+/// source's warning budget) logged.
+fn admit(node: &NodeShared, from: SocketAddr) -> Option<Admission> {
+    let config = &node.config;
+    let now = Instant::now();
+    let refusal = match Admission::take(&node.accepted, config.max_connections) {
+        None => {
+            Counters::add(&node.counters.connections_refused, 1);
+            "connection refused: NodeConfig::max_connections are open"
+        }
+        Some(admission) => {
+            if node
+                .sources
+                .admit_handshake(from.ip(), config.handshakes_per_second, now)
+            {
+                return Some(admission);
+            }
+            Counters::add(&node.counters.handshakes_rate_limited, 1);
+            "connection refused: its address is over NodeConfig::handshakes_per_second"
+        }
+    };
+    if let Some(suppressed) = node.sources.admit_warning(from.ip(), &node.counters, now) {
+        tracing::warn!(node = %config.name, %from, suppressed, "{refusal}");
+    }
+    None
+}
+
 async fn accept_loop(node: Arc<NodeShared>, listener: TcpListener) {
     loop {
         let (tcp, from) = match listener.accept().await {
@@ -160,6 +236,10 @@ async fn accept_loop(node: Arc<NodeShared>, listener: TcpListener) {
         if node.shutting_down.load(Ordering::Acquire) {
             return;
         }
+        // Refused before anything is spent on it: dropping the socket closes it.
+        let Some(admission) = admit(&node, from) else {
+            continue;
+        };
         let node = node.clone();
         tokio::spawn(async move {
             let _ = tcp.set_nodelay(true);
@@ -167,24 +247,34 @@ async fn accept_loop(node: Arc<NodeShared>, listener: TcpListener) {
                 Ok(s) => s,
                 Err(e) => {
                     Counters::add(&node.counters.handshakes_refused, 1);
-                    tracing::warn!(node = %node.config.name, %from, reason = %e, "handshake refused");
+                    warn_source(&node, from, &e);
                     return;
                 }
             };
             let mut buf = Vec::new();
-            match crate::handshake::accept(&node, &mut stream, &mut buf).await {
+            match crate::handshake::accept(&node, &mut stream, &mut buf, from).await {
                 Ok(name) => {
                     let peer = node.peer_entry(&name, None);
                     if peer.status.load(Ordering::Acquire) == CLOSED {
                         return;
                     }
-                    connection::install(&peer, stream, buf);
+                    connection::install(&peer, stream, buf, Some(admission));
                 }
                 Err(e) => {
                     tracing::debug!(node = %node.config.name, %from, reason = %e, "connection dropped");
                 }
             }
         });
+    }
+}
+
+/// Logs a warning about a handshake from `from` within its source's warning budget.
+pub(crate) fn warn_source(node: &NodeShared, from: SocketAddr, reason: &dyn std::fmt::Display) {
+    if let Some(suppressed) = node
+        .sources
+        .admit_warning(from.ip(), &node.counters, Instant::now())
+    {
+        tracing::warn!(node = %node.config.name, %from, suppressed, %reason, "handshake refused");
     }
 }
 
@@ -251,6 +341,10 @@ impl Node {
         let events = env.named_mbox(&events_mbox_name(&config.name));
         let shared = Arc::new_cyclic(|node| {
             let replies = Mbox::custom(ReplyInbox { node: node.clone() });
+            let reply_export = Export {
+                mbox: replies.clone(),
+                access: Access::All,
+            };
             NodeShared {
                 events,
                 handle: runtime.handle().clone(),
@@ -259,16 +353,21 @@ impl Node {
                 counters: Counters::default(),
                 shutting_down: AtomicBool::new(false),
                 asks: AskTable::default(),
-                reply_to: MboxRef::new(&config.name, REPLIES, replies.clone()),
-                exports: RwLock::new(HashMap::from([(REPLIES.to_string(), replies)])),
+                reply_to: MboxRef::new(&config.name, REPLIES, replies),
+                exports: RwLock::new(HashMap::from([(REPLIES.to_string(), reply_export)])),
+                exports_generation: AtomicU64::new(0),
                 peers: Mutex::new(HashMap::new()),
                 peers_changed: Condvar::new(),
+                accepted: Arc::new(AtomicUsize::new(0)),
+                sources: Sources::default(),
+                trim_wanted: AtomicBool::new(false),
                 config,
             }
         });
         if let Some(listener) = listener {
             runtime.spawn(accept_loop(shared.clone(), listener));
         }
+        runtime.spawn(crate::guard::sweep(shared.clone()));
         Ok(Node {
             shared,
             runtime: Some(runtime),
@@ -292,14 +391,34 @@ impl Node {
     }
 
     /// Lets peers send to the environment's named mailbox `name`, and returns it (agents of
-    /// this node subscribe to it as to any named mailbox).
+    /// this node subscribe to it as to any named mailbox). Every peer may send to it:
+    /// [`Node::export_with`] says which.
     pub fn export(&self, name: &str) -> Mbox {
+        self.export_with(name, Access::All)
+    }
+
+    /// As [`Node::export`], for the peer nodes `access` admits only: a message from another
+    /// node is refused here, counted ([`NodeStats::access_refused`]), logged (within the
+    /// connection's warning budget), and reported back to its sender, which counts it as a
+    /// dead letter ([`DeliveryFailure::AccessDenied`]). Connections that already sent to
+    /// `name` keep what they resolved.
+    ///
+    /// ```
+    /// use cohort::Environment;
+    /// use cohort_remote::{Access, Node, NodeConfig, Registry};
+    ///
+    /// let env = Environment::builder().start().unwrap();
+    /// let node = Node::start(&env.environment(), NodeConfig::new("billing"), Registry::new())
+    ///     .unwrap();
+    /// // Only the nodes named "shop-1" and "shop-2" may send invoices.
+    /// let invoices = node.export_with("invoices", Access::nodes(["shop-1", "shop-2"]));
+    /// # let _ = invoices;
+    /// node.shutdown();
+    /// env.stop_and_wait();
+    /// ```
+    pub fn export_with(&self, name: &str, access: Access) -> Mbox {
         let mbox = self.shared.env.named_mbox(name);
-        self.shared
-            .exports
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_string(), mbox.clone());
+        self.export_mbox_with(name, &mbox, access);
         mbox
     }
 
@@ -307,11 +426,19 @@ impl Node {
     /// message chain's, a custom one), where [`Node::export`] exports the environment's
     /// named mailbox. A later export under the same name replaces it.
     pub fn export_mbox(&self, name: &str, mbox: &Mbox) {
-        self.shared
-            .exports
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(name.to_string(), mbox.clone());
+        self.export_mbox_with(name, mbox, Access::All);
+    }
+
+    /// As [`Node::export_mbox`], for the peer nodes `access` admits only (see
+    /// [`Node::export_with`]).
+    pub fn export_mbox_with(&self, name: &str, mbox: &Mbox, access: Access) {
+        self.shared.set_export(
+            name,
+            Some(Export {
+                mbox: mbox.clone(),
+                access,
+            }),
+        );
     }
 
     /// The environment this node was started in.
@@ -322,11 +449,7 @@ impl Node {
     /// Stops accepting messages for `name` from peers (later ones are dead letters there,
     /// [`DeliveryFailure::NotExported`]) on connections that had not resolved it yet.
     pub fn unexport(&self, name: &str) {
-        self.shared
-            .exports
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(name);
+        self.shared.set_export(name, None);
     }
 
     /// Dials the node at `addr` (host:port) and shakes hands; blocks until done. Must not be
@@ -340,7 +463,7 @@ impl Node {
         let addr = addr.to_string();
         let (stream, name, leftover) = node.handle.block_on(dial(node, &addr))?;
         let peer = node.peer_entry(&name, Some(addr));
-        connection::install(&peer, stream, leftover);
+        connection::install(&peer, stream, leftover, None);
         Ok(RemoteNode { peer })
     }
 
@@ -390,6 +513,7 @@ impl Node {
     pub fn stats(&self) -> NodeStats {
         let mut stats = self.shared.counters.snapshot();
         stats.asks_waiting = self.shared.asks.len() as u64;
+        stats.connections_open = self.shared.accepted.load(Ordering::Acquire) as u64;
         stats
     }
 

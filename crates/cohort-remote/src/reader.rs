@@ -3,8 +3,9 @@
 //! handlers), and watches the peer's heartbeats with the phi-accrual detector.
 
 use crate::connection::{ConnState, lost};
-use crate::defaults::ACK_EVERY;
+use crate::defaults::{ACK_EVERY, READ_BUFFER_BYTES};
 use crate::frame::{self, Frame, FrameError};
+use crate::guard::{Admission, Warnings};
 use crate::node::NodeShared;
 use crate::peer::PeerShared;
 use crate::phi::PhiAccrual;
@@ -16,15 +17,87 @@ use std::time::Instant;
 use tokio::io::AsyncRead;
 use tokio::io::AsyncReadExt;
 
-/// A connection's view of what the peer declared.
-#[derive(Default)]
+/// Where messages to one of the peer's mailbox ids go.
+pub(crate) enum Target {
+    /// The exported mailbox, which admits the peer.
+    Mbox(Mbox),
+    /// Exported, but not to the peer ([`Access`](crate::Access)): refused and reported back.
+    Denied,
+    /// Not exported when last looked up, at this generation of the exports: looked up
+    /// again only once the exports changed.
+    Unexported(u64),
+}
+
+/// A mailbox the peer declared.
+pub(crate) struct MboxSlot {
+    name: Box<str>,
+    target: Target,
+}
+
+/// A refusal to report to the peer: `count` messages to `mbox` of type `ty`, the last of
+/// which was the peer's `upto`-th message on this connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Denial {
+    pub(crate) mbox: u32,
+    pub(crate) ty: u32,
+    pub(crate) count: u32,
+    pub(crate) upto: u64,
+}
+
+/// Appends one refused message to `runs`, merged into the last run when it is of the same
+/// mailbox and type.
+pub(crate) fn push_denial(runs: &mut std::collections::VecDeque<Denial>, d: Denial) {
+    match runs.back_mut() {
+        Some(last) if last.mbox == d.mbox && last.ty == d.ty && last.count < u32::MAX => {
+            last.count += d.count;
+            last.upto = d.upto;
+        }
+        _ => runs.push_back(d),
+    }
+}
+
+/// A connection's view of what the peer declared and sent.
 pub(crate) struct Inbound {
+    /// The peer's node name, which the exports' [`Access`](crate::Access) is checked against.
+    peer: Box<str>,
     /// Peer type id -> local registry entry (`None`: a name this node does not know).
     types: Vec<Option<Option<u32>>>,
-    /// Peer mailbox id -> (name, the exported mailbox once resolved).
-    mboxes: Vec<Option<(Box<str>, Option<Mbox>)>>,
+    /// Peer mailbox id -> its name and where its messages go.
+    mboxes: Vec<Option<MboxSlot>>,
+    /// Declarations made on this connection: types, mailboxes.
+    declared: (u32, u32),
+    /// `Message` frames read on this connection (what this side acknowledges).
+    pub(crate) received: u64,
     /// The highest count of this side's messages the peer acknowledged.
-    acked: u64,
+    pub(crate) acked: u64,
+    /// Refusals of messages read in this turn, for the writer to report.
+    pub(crate) refusals: std::collections::VecDeque<Denial>,
+    /// This side's messages the peer refused, per type, not yet covered by an `Ack`.
+    denied_pending: Vec<(u32, u64)>,
+    /// Those covered by an `Ack`: the reader counts them as dead letters.
+    pub(crate) denied_ready: Vec<(u32, u64)>,
+    /// Every refusal the peer reported and an `Ack` covered.
+    denied_total: u64,
+    /// This connection's warning budget.
+    pub(crate) warnings: Warnings,
+}
+
+impl Inbound {
+    pub(crate) fn new(peer: &str) -> Self {
+        Self {
+            peer: peer.into(),
+            types: Vec::new(),
+            mboxes: Vec::new(),
+            declared: (0, 0),
+            received: 0,
+            acked: 0,
+            refusals: std::collections::VecDeque::new(),
+            denied_pending: Vec::new(),
+            denied_ready: Vec::new(),
+            denied_total: 0,
+            warnings: Warnings::new(),
+        }
+    }
 }
 
 /// A reason to close the connection.
@@ -34,6 +107,11 @@ pub(crate) enum ProtocolError {
     UnknownTypeId(u32),
     UnknownMboxId(u32),
     Unexpected(&'static str),
+    /// A `Denied` frame that names a type this node never sends, or refuses more messages
+    /// than the peer acknowledged.
+    BadDenial(&'static str),
+    /// Refusals piled up past [`MAX_PENDING_DENIALS`](crate::defaults::MAX_PENDING_DENIALS).
+    DenialBacklog,
 }
 
 impl std::fmt::Display for ProtocolError {
@@ -53,18 +131,30 @@ impl std::fmt::Display for ProtocolError {
                 )
             }
             ProtocolError::Unexpected(k) => write!(f, "unexpected {k} frame after the handshake"),
+            ProtocolError::BadDenial(why) => write!(f, "Denied frame {why}"),
+            ProtocolError::DenialBacklog => write!(
+                f,
+                "over {} refused messages wait to be reported: the peer does not read what this node writes",
+                crate::defaults::MAX_PENDING_DENIALS
+            ),
         }
     }
 }
 
-fn declare<T>(v: &mut Vec<Option<T>>, id: u32, value: T) -> Result<(), ProtocolError> {
-    let max = crate::defaults::MAX_DECLARATIONS;
-    if id >= max {
+fn declare<T>(
+    v: &mut Vec<Option<T>>,
+    made: &mut u32,
+    max: u32,
+    id: u32,
+    value: T,
+) -> Result<(), ProtocolError> {
+    if id >= max || *made >= max {
         return Err(ProtocolError::Frame(FrameError::TooManyDeclarations {
             id,
             max,
         }));
     }
+    *made += 1;
     let i = id as usize;
     if v.len() <= i {
         v.resize_with(i + 1, || None);
@@ -73,11 +163,20 @@ fn declare<T>(v: &mut Vec<Option<T>>, id: u32, value: T) -> Result<(), ProtocolE
     Ok(())
 }
 
+/// Logs a warning about the peer's input unless its connection is over its budget.
+macro_rules! warn_limited {
+    ($node:expr, $inbound:expr, $($rest:tt)+) => {
+        if let Some(suppressed) = $inbound.warnings.admit(&$node.counters, Instant::now()) {
+            tracing::warn!(node = %$node.config.name, peer = %$inbound.peer, suppressed, $($rest)+);
+        }
+    };
+}
+
 /// Acts on one frame; `Ok(false)` when the peer said Bye.
 fn handle(
     node: &NodeShared,
     inbound: &mut Inbound,
-    detector: &mut PhiAccrual,
+    heartbeats: &mut u64,
     f: Frame<'_>,
 ) -> Result<bool, ProtocolError> {
     match f {
@@ -90,6 +189,29 @@ fn handle(
                 Some(Some(s)) => s,
                 _ => return Err(ProtocolError::UnknownMboxId(mbox)),
             };
+            if let Target::Unexported(generation) = slot.target
+                && node.exports_generation() != generation
+            {
+                slot.target = node.resolve(&slot.name, &inbound.peer);
+            }
+            if let Target::Denied = slot.target {
+                if inbound.refusals.len() >= crate::defaults::MAX_PENDING_DENIALS {
+                    return Err(ProtocolError::DenialBacklog);
+                }
+                push_denial(
+                    &mut inbound.refusals,
+                    Denial {
+                        mbox,
+                        ty,
+                        count: 1,
+                        upto: inbound.received + 1,
+                    },
+                );
+                Counters::add(&node.counters.access_refused, 1);
+                warn_limited!(node, inbound, mailbox = %slot.name,
+                    "message refused: the mailbox is not exported to this peer (Access)");
+                return Ok(true);
+            }
             let Some(entry) = entry else {
                 node.env.report_dead_letter(
                     "<type unknown to this node>",
@@ -98,10 +220,7 @@ fn handle(
                 return Ok(true);
             };
             let entry = node.registry.entry(entry);
-            if slot.1.is_none() {
-                slot.1 = node.exported(&slot.0);
-            }
-            let Some(target) = &slot.1 else {
+            let Target::Mbox(target) = &slot.target else {
                 node.env
                     .report_dead_letter(entry.type_name, DeliveryFailure::NotExported);
                 // A request still tells its asker why.
@@ -118,7 +237,8 @@ fn handle(
                     let _ = msg.forward(target);
                 }
                 Err(e) => {
-                    tracing::warn!(message_type = entry.type_name, error = %e, "message did not decode");
+                    warn_limited!(node, inbound, message_type = entry.type_name, error = %e,
+                        "message did not decode");
                     node.env
                         .report_dead_letter(entry.type_name, DeliveryFailure::RemoteCodec);
                 }
@@ -126,23 +246,53 @@ fn handle(
         }
         Frame::DeclareType { id, name } => {
             let local = node.registry.index_of_name(name);
+            let max = node.config.max_declarations;
+            declare(&mut inbound.types, &mut inbound.declared.0, max, id, local)?;
             if local.is_none() {
-                tracing::warn!(
+                warn_limited!(
+                    node,
+                    inbound,
                     type_name = name,
                     "peer declared a type this node has not registered; its messages will be dead letters"
                 );
             }
-            declare(&mut inbound.types, id, local)?;
         }
         Frame::DeclareMbox { id, name } => {
-            let mbox = node.exported(name);
-            declare(&mut inbound.mboxes, id, (name.into(), mbox))?;
+            let slot = MboxSlot {
+                name: name.into(),
+                target: node.resolve(name, &inbound.peer),
+            };
+            let max = node.config.max_declarations;
+            declare(&mut inbound.mboxes, &mut inbound.declared.1, max, id, slot)?;
         }
-        Frame::Heartbeat => {
-            Counters::add(&node.counters.heartbeats_in, 1);
-            detector.heartbeat(Instant::now());
+        Frame::Heartbeat => *heartbeats += 1,
+        Frame::Ack { received } => {
+            inbound.acked = inbound.acked.max(received);
+            // The peer's refusals it wrote before this Ack are covered by it: counted now.
+            for (ty, count) in inbound.denied_pending.drain(..) {
+                inbound.denied_total = inbound.denied_total.saturating_add(count);
+                if inbound.denied_total > inbound.acked {
+                    return Err(ProtocolError::BadDenial(
+                        "refuses more messages than the peer acknowledged",
+                    ));
+                }
+                match inbound.denied_ready.iter_mut().find(|(t, _)| *t == ty) {
+                    Some((_, n)) => *n += count,
+                    None => inbound.denied_ready.push((ty, count)),
+                }
+            }
         }
-        Frame::Ack { received } => inbound.acked = inbound.acked.max(received),
+        Frame::Denied { ty, count, .. } => {
+            if ty as usize >= node.registry.len() {
+                return Err(ProtocolError::BadDenial(
+                    "names a type this node never sends",
+                ));
+            }
+            match inbound.denied_pending.iter_mut().find(|(t, _)| *t == ty) {
+                Some((_, n)) => *n = n.saturating_add(u64::from(count)),
+                None => inbound.denied_pending.push((ty, u64::from(count))),
+            }
+        }
         Frame::Bye => return Ok(false),
         Frame::Hello { .. } => return Err(ProtocolError::Unexpected("Hello")),
         Frame::Welcome { .. } => return Err(ProtocolError::Unexpected("Welcome")),
@@ -155,15 +305,19 @@ fn handle(
 pub(crate) struct Turn {
     /// Bytes of the frames decoded (a `Bye`, or a frame whose handling failed, included).
     pub(crate) consumed: usize,
-    /// `Message` frames among them.
+    /// `Message` frames among them that were handed over (or counted, or refused).
     pub(crate) messages: u64,
     /// Whether the peer said `Bye`.
     pub(crate) bye: bool,
     /// Why the connection must close, if it must.
     pub(crate) error: Option<ProtocolError>,
+    /// The turn stopped at the read budget ([`NodeConfig::read_budget`](crate::NodeConfig::read_budget)):
+    /// complete frames may be left in the buffer.
+    pub(crate) more: bool,
 }
 
-/// Acts on every complete frame at the start of `buf`, stopping at `Bye` or an error.
+/// Acts on the complete frames at the start of `buf`, at most the read budget of them,
+/// stopping at `Bye` or an error.
 pub(crate) fn decode_turn(
     node: &Arc<NodeShared>,
     inbound: &mut Inbound,
@@ -171,20 +325,30 @@ pub(crate) fn decode_turn(
     buf: &[u8],
 ) -> Turn {
     let max = node.config.max_frame_bytes;
+    let budget = node.config.read_budget;
     let mut at = 0;
     let mut bye = false;
     let mut err = None;
+    let mut frames = 0;
     // Counted once per read, not per message (one atomic add on the receive path).
     let mut messages = 0u64;
+    // Many heartbeats in one read are one sign of life: the detector hears one.
+    let mut heartbeats = 0u64;
     // Mailbox references in these messages resolve against this node.
     let decoding = crate::mbox_ref::decoding_for(node.clone());
-    loop {
+    while frames < budget {
         match frame::decode(&buf[at..], max) {
             Ok(Some((f, n))) => {
                 at += n;
-                messages += matches!(f, Frame::Message { .. }) as u64;
-                match handle(node, inbound, detector, f) {
-                    Ok(true) => {}
+                frames += 1;
+                let message = matches!(f, Frame::Message { .. });
+                match handle(node, inbound, &mut heartbeats, f) {
+                    Ok(true) => {
+                        if message {
+                            messages += 1;
+                            inbound.received += 1;
+                        }
+                    }
                     Ok(false) => {
                         bye = true;
                         break;
@@ -203,50 +367,150 @@ pub(crate) fn decode_turn(
         }
     }
     drop(decoding);
+    if heartbeats > 0 {
+        Counters::add(&node.counters.heartbeats_in, heartbeats);
+        detector.heartbeat(Instant::now());
+    }
     Turn {
         consumed: at,
         messages,
         bye,
+        more: frames >= budget && err.is_none() && !bye,
         error: err,
     }
 }
 
+/// Sizes the receive buffer for the next read: room for the frame at its head when that is
+/// longer than [`READ_BUFFER_BYTES`], otherwise that many bytes; `counted` is what the node's
+/// gauge holds for it.
+fn size_buffer(node: &NodeShared, buf: &mut Vec<u8>, counted: &mut usize) {
+    // The head's declared length was checked against the maximum by the decode before.
+    let head = match buf.first_chunk::<4>() {
+        Some(l) => u32::from_le_bytes(*l) as usize + 4,
+        None => 0,
+    };
+    let target = head.max(READ_BUFFER_BYTES);
+    if buf.capacity() < target {
+        buf.reserve_exact(target - buf.len());
+    } else if buf.capacity() > target {
+        // A long frame went through: its room is given back.
+        buf.shrink_to(target);
+    }
+    let cap = buf.capacity();
+    if cap != *counted {
+        let gauge = &node.counters.receive_buffer_bytes;
+        gauge.fetch_add(cap as u64, Ordering::Relaxed);
+        gauge.fetch_sub(*counted as u64, Ordering::Relaxed);
+        *counted = cap;
+    }
+}
+
+/// Hands the refusals of a turn to the writer (before the turn's messages are acknowledged,
+/// so that the `Ack` covering them finds them), and counts the peer's refusals of this
+/// side's messages that an `Ack` covered.
+fn settle_denials(
+    node: &NodeShared,
+    peer: &PeerShared,
+    conn: &ConnState,
+    inbound: &mut Inbound,
+) -> Result<(), ProtocolError> {
+    if !inbound.refusals.is_empty() {
+        let mut pending = conn.denied.lock().unwrap_or_else(|e| e.into_inner());
+        for d in inbound.refusals.drain(..) {
+            push_denial(&mut pending, d);
+        }
+        if pending.len() > crate::defaults::MAX_PENDING_DENIALS {
+            return Err(ProtocolError::DenialBacklog);
+        }
+        conn.denied_waiting.store(true, Ordering::Release);
+    }
+    for (ty, count) in inbound.denied_ready.drain(..) {
+        let name = node.registry.entry(ty).type_name;
+        Counters::add(&node.counters.access_denied, count);
+        for _ in 0..count {
+            node.undeliverable(name, DeliveryFailure::AccessDenied);
+        }
+        tracing::debug!(node = %node.config.name, peer = %peer.name, message_type = name, count,
+            "messages refused by the peer (Access)");
+    }
+    Ok(())
+}
+
 /// The connection's reader: decodes frames as they arrive and hands each message to the
-/// exported mailbox it names; watches the peer's heartbeats.
+/// exported mailbox it names; watches the peer's heartbeats. `admission` is the accepted
+/// connection's place under the node's cap, held until the reader ends.
 pub(crate) async fn reader<R: AsyncRead + Unpin>(
     peer: Arc<PeerShared>,
     conn: Arc<ConnState>,
     mut rd: R,
     mut buf: Vec<u8>,
+    admission: Option<Admission>,
 ) {
     let node = peer.node.clone();
+    let mut counted = 0usize;
+    let mut inbound = Inbound::new(&peer.name);
+    let reason = read_loop(&peer, &conn, &mut rd, &mut buf, &mut counted, &mut inbound).await;
+    let suppressed = inbound.warnings.take_suppressed();
+    if suppressed > 0 {
+        tracing::warn!(node = %node.config.name, peer = %peer.name, suppressed,
+            "warnings about this connection were suppressed");
+    }
+    node.counters
+        .receive_buffer_bytes
+        .fetch_sub(counted as u64, Ordering::Relaxed);
+    let long = buf.capacity() > READ_BUFFER_BYTES;
+    drop(buf);
+    if long {
+        crate::guard::release_long_buffer(&node);
+    }
+    drop(admission);
+    if let Some(reason) = reason {
+        lost(&peer, &conn, reason);
+    }
+}
+
+/// The reader's loop; returns why the connection ends, or `None` when it ended otherwise
+/// (Bye, or ended by another task).
+async fn read_loop<R: AsyncRead + Unpin>(
+    peer: &Arc<PeerShared>,
+    conn: &Arc<ConnState>,
+    rd: &mut R,
+    buf: &mut Vec<u8>,
+    counted: &mut usize,
+    inbound: &mut Inbound,
+) -> Option<String> {
+    let node = peer.node.clone();
     let mut ended = conn.ended.subscribe();
-    let mut inbound = Inbound::default();
     let mut detector = PhiAccrual::new(node.config.phi, Instant::now());
     let mut check = tokio::time::interval(
         (node.config.heartbeat_interval / 2).max(std::time::Duration::from_millis(10)),
     );
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    buf.reserve(64 * 1024);
-    // Messages read on this connection, and that count when the writer was last nudged to
-    // acknowledge it.
-    let (mut received, mut nudged) = (0u64, 0u64);
+    // The count of messages when the writer was last nudged to acknowledge it.
+    let mut nudged = 0u64;
     let mut acked = 0u64;
-    let reason: String = loop {
+    loop {
         let Turn {
             consumed: at,
             messages,
             bye,
             error: err,
-        } = decode_turn(&node, &mut inbound, &mut detector, &buf);
+            more,
+        } = decode_turn(&node, inbound, &mut detector, buf);
+        let had_refusals = !inbound.refusals.is_empty();
+        let err = match settle_denials(&node, peer, conn, inbound) {
+            Ok(()) => err,
+            Err(e) => Some(e),
+        };
         if messages > 0 {
+            let received = inbound.received;
             Counters::add(&node.counters.messages_in, messages);
-            received += messages;
             conn.ack.received.store(received, Ordering::Release);
             // A one-way stream: the writer has nothing to carry the Ack, so it is woken to
-            // write it alone, once per ACK_EVERY messages.
-            if received - nudged >= ACK_EVERY
-                && received - conn.ack.sent.load(Ordering::Relaxed) >= ACK_EVERY
+            // write it alone, once per ACK_EVERY messages (at once when it carries refusals).
+            if had_refusals
+                || (received - nudged >= ACK_EVERY
+                    && received - conn.ack.sent.load(Ordering::Relaxed) >= ACK_EVERY)
             {
                 nudged = received;
                 peer.queue.nudge();
@@ -258,40 +522,46 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
         }
         if let Some(e) = err {
             Counters::add(&node.counters.protocol_errors, 1);
+            if matches!(
+                e,
+                ProtocolError::Frame(FrameError::TooManyDeclarations { .. })
+            ) {
+                Counters::add(&node.counters.declarations_refused, 1);
+            }
             tracing::warn!(node = %node.config.name, peer = %peer.name, error = %e, "protocol error: closing the connection");
-            break format!("protocol error: {e}");
+            return Some(format!("protocol error: {e}"));
         }
         if bye {
             // The writer sends the last Ack, then ends the connection.
             conn.ack.peer_bye.store(true, Ordering::Release);
             peer.queue.nudge();
-            return;
+            return None;
         }
         buf.drain(..at);
-        // Room for the next frame: its declared size (capped by the maximum, checked by
-        // decode above), or 64 KiB of whatever comes.
-        let want = match buf.first_chunk::<4>() {
-            Some(l) => (u32::from_le_bytes(*l) as usize + 4).saturating_sub(buf.len()),
-            None => 0,
+        if more {
+            // The budget is spent: the node's other connections get the I/O thread first.
+            if conn.dead.load(Ordering::Acquire) {
+                return None;
+            }
+            tokio::task::yield_now().await;
+            continue;
         }
-        .max(64 * 1024);
-        buf.reserve(want);
+        size_buffer(&node, buf, counted);
         tokio::select! {
-            r = rd.read_buf(&mut buf) => match r {
-                Ok(0) => break "connection closed by the peer".into(),
+            r = rd.read_buf(buf) => match r {
+                Ok(0) => return Some("connection closed by the peer".into()),
                 Ok(got) => Counters::add(&node.counters.bytes_in, got as u64),
-                Err(e) => break format!("read failed: {e}"),
+                Err(e) => return Some(format!("read failed: {e}")),
             },
             _ = check.tick() => {
                 let now = Instant::now();
                 if !detector.is_available(now) {
-                    break format!("failure detector: no heartbeat for {:?} (phi {:.1} over {})",
+                    return Some(format!("failure detector: no heartbeat for {:?} (phi {:.1} over {})",
                         detector.since_last(now),
-                        detector.phi(now), node.config.phi.threshold);
+                        detector.phi(now), node.config.phi.threshold));
                 }
             }
-            _ = ended.wait_for(|d| *d) => return,
+            _ = ended.wait_for(|d| *d) => return None,
         }
-    };
-    lost(&peer, &conn, reason);
+    }
 }

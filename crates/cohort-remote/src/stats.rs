@@ -18,6 +18,13 @@ pub(crate) struct Counters {
     pub(crate) nodes_down: AtomicU64,
     pub(crate) undeliverable: AtomicU64,
     pub(crate) in_doubt: AtomicU64,
+    pub(crate) connections_refused: AtomicU64,
+    pub(crate) handshakes_rate_limited: AtomicU64,
+    pub(crate) access_refused: AtomicU64,
+    pub(crate) access_denied: AtomicU64,
+    pub(crate) declarations_refused: AtomicU64,
+    pub(crate) warnings_suppressed: AtomicU64,
+    pub(crate) receive_buffer_bytes: AtomicU64,
 }
 
 impl Counters {
@@ -42,6 +49,15 @@ impl Counters {
             undeliverable: g(&self.undeliverable),
             in_doubt: g(&self.in_doubt),
             asks_waiting: 0,
+            connections_refused: g(&self.connections_refused),
+            handshakes_rate_limited: g(&self.handshakes_rate_limited),
+            access_refused: g(&self.access_refused),
+            access_denied: g(&self.access_denied),
+            declarations_refused: g(&self.declarations_refused),
+            warnings_suppressed: g(&self.warnings_suppressed),
+            receive_buffer_bytes: g(&self.receive_buffer_bytes),
+            // Filled in by the node, which keeps it.
+            connections_open: 0,
         }
     }
 }
@@ -78,6 +94,34 @@ pub struct NodeStats {
     /// Requests written to peers that wait for their reply now (registered with
     /// [`Registry::register_request`](crate::Registry::register_request)).
     pub asks_waiting: u64,
+    /// Accepted connections closed at once because
+    /// [`NodeConfig::max_connections`](crate::NodeConfig::max_connections) were open.
+    pub connections_refused: u64,
+    /// Accepted connections closed before their handshake because their source address was
+    /// over [`NodeConfig::handshakes_per_second`](crate::NodeConfig::handshakes_per_second).
+    pub handshakes_rate_limited: u64,
+    /// Messages from peers this node refused because the exported mailbox they were sent to
+    /// does not admit the sending node ([`Access`](crate::Access)); each is reported back to
+    /// the sender, which counts it.
+    pub access_refused: u64,
+    /// Messages this node sent that a peer refused by its [`Access`](crate::Access): dead
+    /// letters here ([`DeliveryFailure::AccessDenied`](cohort::DeliveryFailure::AccessDenied)),
+    /// counted in `undeliverable` too.
+    pub access_denied: u64,
+    /// Connections closed because the peer declared more types or mailboxes than
+    /// [`NodeConfig::max_declarations`](crate::NodeConfig::max_declarations) (counted in
+    /// `protocol_errors` too).
+    pub declarations_refused: u64,
+    /// Warnings about peers' input not logged because their connection or source address
+    /// was over [`WARNINGS_PER_WINDOW`](crate::defaults::WARNINGS_PER_WINDOW).
+    pub warnings_suppressed: u64,
+    /// Bytes the connections' receive buffers hold now (their capacity), all connections
+    /// together: at most [`READ_BUFFER_BYTES`](crate::defaults::READ_BUFFER_BYTES) per
+    /// connection, or the frame it is receiving when that is longer.
+    pub receive_buffer_bytes: u64,
+    /// Accepted connections open now, handshaking or up (what
+    /// [`NodeConfig::max_connections`](crate::NodeConfig::max_connections) caps).
+    pub connections_open: u64,
 }
 
 impl NodeStats {

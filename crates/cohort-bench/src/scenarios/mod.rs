@@ -14,6 +14,7 @@ pub mod locality;
 pub mod parallel_thread_ring;
 pub mod ping_pong;
 pub mod producer_consumer;
+pub mod remote_flood;
 pub mod remote_ping_pong;
 pub mod restart;
 pub mod self_send;

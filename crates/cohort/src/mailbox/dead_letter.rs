@@ -57,6 +57,9 @@ pub enum DeliveryFailure {
     /// It was written to a remote node whose connection broke before that node acknowledged
     /// it: it may have been handled there, or not (`cohort-remote`). Never resent.
     InDoubt,
+    /// The remote node refused it: the mailbox it was sent to is exported there only to
+    /// other nodes (`cohort-remote`'s `Access`).
+    AccessDenied,
 }
 
 impl fmt::Display for DeliveryFailure {
@@ -95,6 +98,9 @@ impl fmt::Display for DeliveryFailure {
             }
             DeliveryFailure::InDoubt => {
                 "the connection broke before the remote node acknowledged it: delivery in doubt"
+            }
+            DeliveryFailure::AccessDenied => {
+                "the remote node does not let this node send to that mailbox"
             }
         })
     }

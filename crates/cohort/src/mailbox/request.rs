@@ -96,7 +96,8 @@ fn current_drop_error() -> RequestError {
             | DeliveryFailure::OutboundFull
             | DeliveryFailure::NotRegisteredForRemote
             | DeliveryFailure::NotExported
-            | DeliveryFailure::RemoteCodec),
+            | DeliveryFailure::RemoteCodec
+            | DeliveryFailure::AccessDenied),
         ) => RequestError::Refused(why),
         Some(DeliveryFailure::InDoubt) => RequestError::InDoubt,
         None => RequestError::NotReplied,
