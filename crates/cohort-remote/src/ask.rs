@@ -287,7 +287,7 @@ enum WireError {
 }
 
 /// Every delivery failure, in the order of its code on the wire.
-const FAILURES: [DeliveryFailure; 18] = [
+const FAILURES: [DeliveryFailure; 19] = [
     DeliveryFailure::ReceiverGone,
     DeliveryFailure::NotRegistered,
     DeliveryFailure::NoHandler,
@@ -306,6 +306,7 @@ const FAILURES: [DeliveryFailure; 18] = [
     DeliveryFailure::NotExported,
     DeliveryFailure::RemoteCodec,
     DeliveryFailure::InDoubt,
+    DeliveryFailure::AccessDenied,
 ];
 
 /// The code of `f` on the wire (exhaustive: a new failure needs a code).
@@ -329,6 +330,7 @@ fn failure_code(f: DeliveryFailure) -> u8 {
         DeliveryFailure::NotExported => 15,
         DeliveryFailure::RemoteCodec => 16,
         DeliveryFailure::InDoubt => 17,
+        DeliveryFailure::AccessDenied => 18,
     }
 }
 
