@@ -88,9 +88,16 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+/// One measurement at a time, of either kind: both set the one process-wide mode (tests run
+/// in parallel, and a thread measurement ending would switch a process one off).
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `f` and returns its result with the heap bytes this thread allocated and did not
-/// free meanwhile. Not reentrant (one measurement at a time).
+/// free meanwhile. One measurement at a time (a second waits); not reentrant.
 pub fn net_bytes_of<T>(f: impl FnOnce() -> T) -> (T, i64) {
+    let _one = ONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let before = NET.with(Cell::get);
     ON.store(THREAD, Relaxed);
     let out = f();
@@ -113,8 +120,6 @@ pub struct Live {
 /// meanwhile, by block size. One measurement at a time (a second waits); allocations the
 /// runtime's threads make during `f` count, whoever asked for them.
 pub fn process_live_of<T>(f: impl FnOnce() -> T) -> (T, Live) {
-    // One process-wide measurement at a time (tests run in parallel).
-    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = ONE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
