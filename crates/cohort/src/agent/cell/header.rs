@@ -36,8 +36,9 @@ pub(crate) struct Header {
     status: AtomicU8,
     /// `STARTED`, `AGENT_DROPPED` and `SPAWNED`. Each is touched only by the thread that has
     /// the agent at that moment (registering it, running its queue, or dropping it), so
-    /// relaxed accesses suffice: the hand-offs between those threads order them. An atomic
-    /// byte in the status word's padding keeps a cell within 128 bytes without `unsafe`.
+    /// relaxed loads and stores suffice: the hand-offs between those threads order them, and
+    /// no read-modify-write (a locked instruction per agent start) is needed. An atomic byte
+    /// in the status word's padding keeps a cell within 128 bytes without `unsafe`.
     flags: AtomicU8,
     /// The agent's own panic reaction: written before registration, read-only after.
     pub(super) panic_reaction: UnsafeCell<Option<PanicReaction>>,
@@ -97,8 +98,10 @@ impl Header {
         self.flags.load(Ordering::Relaxed) & flag != 0
     }
 
+    /// Sets `flag`. Only the thread that has the agent writes its flags (see `flags`).
     fn set_flag(&self, flag: u8) {
-        self.flags.fetch_or(flag, Ordering::Relaxed);
+        let flags = self.flags.load(Ordering::Relaxed);
+        self.flags.store(flags | flag, Ordering::Relaxed);
     }
 
     /// Whether `start` has run.
@@ -116,9 +119,14 @@ impl Header {
         self.flag(AGENT_DROPPED)
     }
 
-    /// Marks the agent value dropped; false if it already was (so it is dropped once).
+    /// Marks the agent value dropped; false if it already was (so it is dropped once by the
+    /// thread that has exclusive access to the body, which every caller's contract requires).
     pub(super) fn mark_agent_dropped(&self) -> bool {
-        self.flags.fetch_or(AGENT_DROPPED, Ordering::Relaxed) & AGENT_DROPPED == 0
+        if self.agent_dropped() {
+            return false;
+        }
+        self.set_flag(AGENT_DROPPED);
+        true
     }
 
     /// Whether the agent has spawned a future.
