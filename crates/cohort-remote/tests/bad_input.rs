@@ -6,14 +6,8 @@ mod common;
 use cohort::Environment;
 use cohort_remote::defaults::PROTOCOL_VERSION;
 use cohort_remote::frame;
-use cohort_remote::{HandshakeError, Node, NodeConfig, Registry, RemoteError};
+use cohort_remote::{HandshakeError, Node, NodeConfig, RemoteError};
 use common::*;
-
-fn registry() -> Registry {
-    let mut r = Registry::new();
-    r.register::<u64>("u64").unwrap();
-    r
-}
 
 /// A server with a well-behaved client that must keep working through every test.
 struct Setup {
@@ -32,10 +26,10 @@ fn setup(max_frame: u32) -> Setup {
         NodeConfig::new("server")
             .token("tok")
             .max_frame_bytes(max_frame),
-        registry(),
+        u64_registry(),
     );
     let got = probe::<u64>(&e, server.export("n"));
-    let client = Node::start(&e, NodeConfig::new("client").token("tok"), registry()).unwrap();
+    let client = Node::start(&e, NodeConfig::new("client").token("tok"), u64_registry()).unwrap();
     let to = client
         .connect(server.local_addr().unwrap())
         .unwrap()
@@ -80,7 +74,7 @@ fn a_wrong_token_is_refused_with_its_reason() {
         let intruder = Node::start(
             &s.env.environment(),
             NodeConfig::new("intruder").token("nope"),
-            registry(),
+            u64_registry(),
         )
         .unwrap();
         match intruder.connect(s.server.local_addr().unwrap()) {

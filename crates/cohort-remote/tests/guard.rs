@@ -8,18 +8,12 @@ mod common;
 use cohort::{DeliveryFailure, Environment};
 use cohort_remote::defaults::{PROTOCOL_VERSION, READ_BUFFER_BYTES, WARNINGS_PER_WINDOW};
 use cohort_remote::frame;
-use cohort_remote::{Access, ConfigError, Node, NodeConfig, Registry};
+use cohort_remote::{Access, ConfigError, Node, NodeConfig};
 use common::*;
 use std::io::Write;
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-fn registry() -> Registry {
-    let mut r = Registry::new();
-    r.register::<u64>("u64").unwrap();
-    r
-}
 
 /// A node under test exporting "n" (what arrives there comes out of `got`), and the
 /// well-behaved client that must keep getting through.
@@ -33,7 +27,7 @@ struct Setup {
 fn serve(config: NodeConfig) -> Setup {
     let env = Environment::builder().start().unwrap();
     let e = env.environment();
-    let server = listening(&e, config.token("tok"), registry());
+    let server = listening(&e, config.token("tok"), u64_registry());
     let got = probe::<u64>(&e, server.export("n"));
     Setup {
         env,
@@ -49,7 +43,7 @@ impl Setup {
         let client = Node::start(
             &self.env.environment(),
             NodeConfig::new("client").token("tok"),
-            registry(),
+            u64_registry(),
         )
         .unwrap();
         let to = client
@@ -170,7 +164,7 @@ fn access_is_refused_at_the_receiver_and_reported_to_the_sender() {
     watchdog(TIMEOUT, || {
         let server_env = Environment::builder().start().unwrap();
         let e = server_env.environment();
-        let server = listening(&e, NodeConfig::new("server").token("tok"), registry());
+        let server = listening(&e, NodeConfig::new("server").token("tok"), u64_registry());
         let vip = probe::<u64>(&e, server.export_with("vip", Access::nodes(["friend"])));
         let open = probe::<u64>(&e, server.export("open"));
         let addr = server.local_addr().unwrap();
@@ -179,14 +173,14 @@ fn access_is_refused_at_the_receiver_and_reported_to_the_sender() {
         let stranger = Node::start(
             &stranger_env.environment(),
             NodeConfig::new("stranger").token("tok"),
-            registry(),
+            u64_registry(),
         )
         .unwrap();
         let friend_env = Environment::builder().start().unwrap();
         let friend = Node::start(
             &friend_env.environment(),
             NodeConfig::new("friend").token("tok"),
-            registry(),
+            u64_registry(),
         )
         .unwrap();
 

@@ -77,6 +77,13 @@ pub fn count(letters: &Letters, reason: DeliveryFailure) -> usize {
         .count()
 }
 
+/// A registry with `u64` alone (as "u64"), what most tests send.
+pub fn u64_registry() -> Registry {
+    let mut r = Registry::new();
+    r.register::<u64>("u64").unwrap();
+    r
+}
+
 /// A node listening on a free loopback port.
 pub fn listening(env: &Environment, config: NodeConfig, registry: Registry) -> Node {
     Node::start(env, config.listen("127.0.0.1:0".parse().unwrap()), registry).expect("start a node")
