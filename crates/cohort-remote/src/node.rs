@@ -82,11 +82,12 @@ impl NodeShared {
         self.exports_generation.load(Ordering::Acquire)
     }
 
-    /// Where messages from the peer node `peer` to the mailbox name `name` go.
-    pub(crate) fn resolve(&self, name: &str, peer: &str) -> Target {
+    /// Where messages from the peer node `peer` to the mailbox name `name` go, and the
+    /// exports' generation that answer holds for.
+    pub(crate) fn resolve(&self, name: &str, peer: &str) -> (Target, u64) {
         // Read before the lookup: an export made after it bumps the generation again.
         let generation = self.exports_generation();
-        match self
+        let target = match self
             .exports
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -94,8 +95,9 @@ impl NodeShared {
         {
             Some(e) if e.access.admits(peer) => Target::Mbox(e.mbox.clone()),
             Some(_) => Target::Denied,
-            None => Target::Unexported(generation),
-        }
+            None => Target::Unexported,
+        };
+        (target, generation)
     }
 
     fn set_export(&self, name: &str, export: Option<Export>) {
@@ -446,8 +448,9 @@ impl Node {
         &self.shared.env
     }
 
-    /// Stops accepting messages for `name` from peers (later ones are dead letters there,
-    /// [`DeliveryFailure::NotExported`]) on connections that had not resolved it yet.
+    /// Stops accepting messages for `name` from peers: later ones are dead letters there
+    /// ([`DeliveryFailure::NotExported`]), on every connection (one that resolved the name
+    /// before looks it up again at its next message).
     pub fn unexport(&self, name: &str) {
         self.shared.set_export(name, None);
     }

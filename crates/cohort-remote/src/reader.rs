@@ -23,15 +23,18 @@ pub(crate) enum Target {
     Mbox(Mbox),
     /// Exported, but not to the peer ([`Access`](crate::Access)): refused and reported back.
     Denied,
-    /// Not exported when last looked up, at this generation of the exports: looked up
-    /// again only once the exports changed.
-    Unexported(u64),
+    /// Not exported.
+    Unexported,
 }
 
 /// A mailbox the peer declared.
 pub(crate) struct MboxSlot {
     name: Box<str>,
     target: Target,
+    /// The exports' generation `target` was looked up at: any export, unexport or change of
+    /// access since makes the next message look it up again, so a narrowed `Access` or a
+    /// replaced export holds for connections that resolved the name before.
+    generation: u64,
 }
 
 /// A refusal to report to the peer: `count` messages to `mbox` of type `ty`, the last of
@@ -189,10 +192,8 @@ fn handle(
                 Some(Some(s)) => s,
                 _ => return Err(ProtocolError::UnknownMboxId(mbox)),
             };
-            if let Target::Unexported(generation) = slot.target
-                && node.exports_generation() != generation
-            {
-                slot.target = node.resolve(&slot.name, &inbound.peer);
+            if node.exports_generation() != slot.generation {
+                (slot.target, slot.generation) = node.resolve(&slot.name, &inbound.peer);
             }
             if let Target::Denied = slot.target {
                 if inbound.refusals.len() >= crate::defaults::MAX_PENDING_DENIALS {
@@ -258,9 +259,11 @@ fn handle(
             }
         }
         Frame::DeclareMbox { id, name } => {
+            let (target, generation) = node.resolve(name, &inbound.peer);
             let slot = MboxSlot {
                 name: name.into(),
-                target: node.resolve(name, &inbound.peer),
+                target,
+                generation,
             };
             let max = node.config.max_declarations;
             declare(&mut inbound.mboxes, &mut inbound.declared.1, max, id, slot)?;

@@ -305,3 +305,48 @@ fn zero_caps_are_typed_errors_naming_the_parameter() {
         assert!(ConfigError::Zero(name).to_string().contains(name));
     }
 }
+
+/// An export narrowed (or removed) after a connection resolved its name holds for that
+/// connection too: the next message looks the name up again.
+#[test]
+fn narrowing_an_export_refuses_a_connection_that_had_resolved_it() {
+    watchdog(TIMEOUT, || {
+        let server_env = Environment::builder().start().unwrap();
+        let e = server_env.environment();
+        let server = listening(&e, NodeConfig::new("server").token("tok"), u64_registry());
+        let inbox = server.export("desk");
+        let got = probe::<u64>(&e, inbox.clone());
+        let (client_env, letters) = env_recording();
+        let client = Node::start(
+            &client_env.environment(),
+            NodeConfig::new("client").token("tok"),
+            u64_registry(),
+        )
+        .unwrap();
+        let desk = client
+            .connect(server.local_addr().unwrap())
+            .unwrap()
+            .mbox("desk");
+        desk.send(1u64);
+        assert_eq!(recv(&got, "the message while the export is open"), 1);
+
+        server.export_mbox_with("desk", &inbox, Access::nodes(["someone-else"]));
+        desk.send(2u64);
+        wait_until(|| count(&letters, DeliveryFailure::AccessDenied) == 1);
+        assert_eq!(server.stats().access_refused, 1);
+        assert!(got.try_recv().is_err(), "a refused message was delivered");
+
+        server.unexport("desk");
+        desk.send(3u64);
+        wait_until(|| server.stats().access_refused == 1 && e.dead_letters() >= 1);
+        assert!(
+            got.try_recv().is_err(),
+            "a message to an unexported name was delivered"
+        );
+
+        client.shutdown();
+        server.shutdown();
+        client_env.stop_and_wait();
+        server_env.stop_and_wait();
+    });
+}
