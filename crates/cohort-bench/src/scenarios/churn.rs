@@ -34,10 +34,11 @@ pub struct Outcome {
     /// Messages handled by an agent that were published after its cooperation's
     /// `deregister()` returned: the rule says none.
     pub handled_after_deregister: u64,
-    /// `ReceiverGone` dead letters.
+    /// `ReceiverGone` dead letters (a publish racing with a deregistration: once one has
+    /// dropped the cooperation's subscriptions, a publish no longer reaches its agents).
     pub receiver_gone: u64,
-    /// Dead letters of every other reason (`NotRegistered` while a cooperation registers,
-    /// `NoSubscriber` between cooperations).
+    /// Dead letters of every other reason (`NoSubscriber` while no cooperation subscribes;
+    /// a publish that reaches a cooperation still registering is kept for its agents).
     pub other_dead_letters: u64,
 }
 
