@@ -21,7 +21,8 @@ pub struct ChurnArgs {
 }
 
 /// Runs `churn` `runs` times: cooperations per second, and what the published messages
-/// became (handled, handled after `deregister()` returned, which must be 0, dead letters).
+/// became (handled; handled though published after `deregister()` returned, which must be 0;
+/// dead letters).
 pub fn records(a: &ChurnArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let variant = format!("{}, {} subscribers per coop", a.placement.label(), a.agents);
     let p = params(merge(
@@ -32,7 +33,7 @@ pub fn records(a: &ChurnArgs, runs: usize, machine: &Machine) -> Vec<Record> {
         let o = churn::run_once(a.coops, a.agents, a.placement)?;
         if o.handled_after_deregister != 0 {
             return Err(format!(
-                "{} messages were handled after their agent's deregister() returned",
+                "{} messages published after their agent's deregister() returned were handled",
                 o.handled_after_deregister
             ));
         }

@@ -6,7 +6,7 @@ use crate::agent::state::DEFAULT_STATE;
 use crate::agent::subscription::{Action, HANDLE, Handler, Subscriptions};
 use crate::error::{LimitError, RegisterError, SubscribeError};
 use crate::mailbox::limits::MessageLimits;
-use crate::mailbox::{ItSelf, Mbox, deliver};
+use crate::mailbox::{IndirectMbox, ItSelf, Mbox, deliver};
 use crate::message::{Envelope, Mutable};
 use crate::runtime::coop::{Coop, CoopHandle, CoopInner, DeregReason};
 use crate::runtime::env::Environment;
@@ -143,7 +143,7 @@ impl<'a, A: Agent> Context<'a, A> {
         self.subs
             .add(state, action, id, key, type_name, handler, named.clone())?;
         if let (true, Some(n)) = (register, named)
-            && let Err(e) = n.subscribe(key, type_name(), self.cell_arc())
+            && let Err(e) = self.register_named(&n, key, type_name())
         {
             // Refused (a unique-subscribers mailbox taken): take the new entry out without
             // unregistering, since it never was registered.
@@ -151,6 +151,35 @@ impl<'a, A: Agent> Context<'a, A> {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Registers this agent with the multi-consumer mailbox `n` for `key`, through its
+    /// cooperation's record (which refuses nothing but registers nothing once the
+    /// cooperation's deregistration has dropped its agents' subscriptions).
+    fn register_named(
+        &self,
+        n: &Arc<IndirectMbox>,
+        key: TypeId,
+        message_type: &'static str,
+    ) -> Result<(), SubscribeError> {
+        if self.coop.is_null() {
+            return n.subscribe(key, message_type, self.cell_arc());
+        }
+        // SAFETY: a context exists while one of the agent's hooks runs, and the agent's
+        // cooperation outlives its hooks (see `AgentBody::coop`).
+        unsafe { &*self.coop }.subscribe_named(n, key, message_type, self.cell_arc())
+    }
+
+    /// Whether the cooperation's deregistration has dropped its agents' multi-consumer
+    /// subscriptions (step 3 of "Lifecycle").
+    fn subscriptions_dropped(&self) -> bool {
+        // SAFETY: as in `register_named`.
+        !self.coop.is_null() && unsafe { &*self.coop }.named_subscriptions_dropped()
+    }
+
+    /// The agent's cooperation (see `AgentBody::coop`).
+    pub(crate) fn coop_ptr(&self) -> *const CoopInner {
+        self.coop
     }
 
     /// Answers requests of type `Req` ([`Mbox::request`]) sent to the agent's direct mailbox:
@@ -393,7 +422,8 @@ impl<'a, A: Agent> Context<'a, A> {
         // of `M` carry (or of the `M` of `Mutable<M>`, laid out alike).
         let f: crate::mailbox::multi_consumer::Filter =
             Arc::new(move |e: &Envelope| filter(unsafe { e.get::<M>() }));
-        if named.set_filter(key, self.cell.as_ptr(), Some(f)) {
+        if named.set_filter(key, self.cell.as_ptr(), Some(f)) || self.subscriptions_dropped() {
+            // (With the subscriptions dropped by deregistration, there is nothing to filter.)
             Ok(())
         } else {
             Err(SubscribeError::FilterWithoutSubscription { message_type })
@@ -461,8 +491,13 @@ impl<'a, A: Agent> Context<'a, A> {
     /// itself.
     pub fn unsubscribe<M: 'static>(&mut self) -> bool {
         let id = self.cell().mbox_id();
-        self.subs
-            .remove(id, TypeId::of::<M>(), DEFAULT_STATE, self.cell.as_ptr())
+        self.subs.remove(
+            id,
+            TypeId::of::<M>(),
+            DEFAULT_STATE,
+            self.cell.as_ptr(),
+            self.coop,
+        )
     }
 
     /// Removes the subscription to immutable `M` arriving through `mbox` in the default
@@ -473,6 +508,7 @@ impl<'a, A: Agent> Context<'a, A> {
             TypeId::of::<M>(),
             DEFAULT_STATE,
             self.cell.as_ptr(),
+            self.coop,
         )
     }
 

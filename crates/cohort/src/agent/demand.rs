@@ -1,7 +1,8 @@
 //! [`Demand`]: one unit of work in an [`EventQueue`].
 
-use crate::agent::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell, FINISHING, NEW};
+use crate::agent::cell::{ABANDONED, ACTIVE, AgentRef, DeliveryFailure, DynCell, FINISHING, NEW};
 use crate::mailbox::MboxId;
+use crate::mailbox::dead_letter::DeadLetter;
 use crate::mailbox::multi_consumer::{Marker, QueueGroup};
 use crate::message::Envelope;
 use crate::queue::EventQueue;
@@ -51,9 +52,13 @@ impl BroadcastTargets {
     #[cold]
     pub(crate) fn reject(&self, message_type: &'static str, n: u64) {
         for cell in self.cells.iter() {
+            let letter = DeadLetter {
+                mbox: Some(self.mbox),
+                agent: Some(cell.mbox_id()),
+                ..DeadLetter::bare(message_type, DeliveryFailure::ReceiverGone)
+            };
             for _ in 0..n {
-                cell.header
-                    .dead_letter_named(message_type, DeliveryFailure::ReceiverGone);
+                cell.header.env.dead_letter_with(&letter);
             }
         }
     }
@@ -75,7 +80,8 @@ impl BroadcastTargets {
             if status != ACTIVE
                 && let Some(why) = undeliverable(cell, status, sent_at)
             {
-                cell.header.dead_letter(m, why);
+                cell.header
+                    .dead_letter_at(m, why, self.mbox, cell.mbox_id());
                 continue;
             }
             // SAFETY: `cells` holds a strong count on each cell for as long as this demand
@@ -90,9 +96,12 @@ impl BroadcastTargets {
 #[cold]
 fn undeliverable(cell: &DynCell, status: u8, sent_at: u32) -> Option<DeliveryFailure> {
     match status {
-        // Subscribed in `define` of a cooperation still registering (or that failed): its
-        // body belongs to the registering thread.
-        NEW => Some(DeliveryFailure::NotRegistered),
+        // Subscribed in `define` of a cooperation still registering: kept on the queue until
+        // its `start` (`AgentRef::handle` does not touch its body, which belongs to the
+        // registering thread).
+        NEW => None,
+        // That registration failed.
+        ABANDONED => Some(DeliveryFailure::NotRegistered),
         FINISHING => {
             // SAFETY: this thread runs the cell's queue (callers), and no handler of it runs.
             let coop = unsafe { cell.body_shared() }.coop();
@@ -183,6 +192,11 @@ impl Demand {
                 targets.reject(msg.type_name(), 1)
             }
             Demand::Control(Control::Log(marker)) => marker.reject(),
+            // Nothing to undo: what it would have counted goes with the queue.
+            Demand::Control(Control::Lifecycle {
+                step: Step::Abandon,
+                ..
+            }) => {}
             Demand::Control(Control::Lifecycle { coop, .. }) => {
                 tracing::error!(
                     coop = coop.id().0,

@@ -18,6 +18,7 @@ use crate::error::SubscribeError;
 use crate::mailbox::IndirectMbox;
 use crate::mailbox::MboxId;
 use crate::message::Envelope;
+use crate::runtime::coop::CoopInner;
 use std::any::TypeId;
 use std::sync::Arc;
 use thin_vec::ThinVec;
@@ -247,12 +248,14 @@ impl<A: Agent> Subscriptions<A> {
 
     /// Removes the entry for (mailbox, type, state); true if there was one. A multi-consumer
     /// mailbox forgets the agent when no state has an entry for that type on it any more.
+    /// `coop` is the agent's cooperation, which records its multi-consumer registrations.
     pub(crate) fn remove(
         &mut self,
         mbox: MboxId,
         key: TypeId,
         state: u16,
         cell: *const DynCell,
+        coop: *const CoopInner,
     ) -> bool {
         let Some((i, _)) = self.find(mbox, key, state) else {
             return false;
@@ -262,7 +265,7 @@ impl<A: Agent> Subscriptions<A> {
         if let Some(n) = &e.named
             && !self.has_any(mbox, key)
         {
-            n.unsubscribe(key, cell);
+            unregister(coop, n, key, cell);
         }
         true
     }
@@ -279,14 +282,28 @@ impl<A: Agent> Subscriptions<A> {
         self.entries.iter().filter_map(|e| e.named.as_ref())
     }
 
-    /// Drops every subscription, unregistering from multi-consumer mailboxes.
-    pub(crate) fn clear(&mut self, cell: *const DynCell) {
+    /// Drops every subscription, unregistering from multi-consumer mailboxes (those its
+    /// cooperation `coop` has not dropped already).
+    pub(crate) fn clear(&mut self, cell: *const DynCell, coop: *const CoopInner) {
         // Hooks, pending time limits and the dead-letter handler go with the subscriptions.
         self.machine = None;
         for e in std::mem::take(&mut self.entries) {
             if let Some(n) = &e.named {
-                n.unsubscribe(e.key, cell);
+                unregister(coop, n, e.key, cell);
             }
         }
     }
+}
+
+/// Unregisters agent `cell` of cooperation `coop` from the multi-consumer mailbox `n` for
+/// `key`, through the cooperation's record of such registrations (which deregistration may
+/// have emptied already: then there is nothing left to do).
+fn unregister(coop: *const CoopInner, n: &IndirectMbox, key: TypeId, cell: *const DynCell) {
+    if coop.is_null() {
+        // Never attached to a cooperation, so never registered anywhere through one.
+        return n.unsubscribe(key, cell);
+    }
+    // SAFETY: an agent's cooperation outlives its agent's hooks and its release (see
+    // `AgentBody::coop`); the callers run one of those.
+    unsafe { &*coop }.unsubscribe_named(n, key, cell)
 }

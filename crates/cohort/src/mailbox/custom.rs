@@ -105,6 +105,11 @@ impl AnyMessage {
         Self { envelope }
     }
 
+    /// The envelope (for a dead letter's view of the message).
+    pub(crate) fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
     /// Sends this message on to `to`, as it is (immutable or mutable): what a forwarding
     /// mailbox does. A mutable message to a multi-consumer mailbox is refused.
     pub fn forward(self, to: &Mbox) -> Result<(), crate::SendError> {

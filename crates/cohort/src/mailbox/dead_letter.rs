@@ -3,15 +3,19 @@
 //! environment's optional hook ([`EnvironmentBuilder::dead_letter_hook`](crate::EnvironmentBuilder::dead_letter_hook)).
 
 use crate::mailbox::MboxId;
+use crate::message::Envelope;
 use std::any::Any;
 use std::fmt;
 
 /// Why a message was not delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeliveryFailure {
-    /// The receiver's cooperation is deregistering or gone.
+    /// The receiver's cooperation is deregistering or gone. (A 1:N send no longer reaches
+    /// the agents of a cooperation once its deregistration has begun to finish them: they are
+    /// unsubscribed then, and count nothing; only a send racing with that step counts this.)
     ReceiverGone,
-    /// The receiver was added to a cooperation that is not registered (yet).
+    /// The receiver was added to a cooperation that is not registered yet (a direct send), or
+    /// whose registration failed.
     NotRegistered,
     /// The receiver has no handler for this message type.
     NoHandler,
@@ -126,7 +130,23 @@ pub struct DeadLetter<'a> {
     pub message: Option<&'a dyn Any>,
 }
 
-impl DeadLetter<'_> {
+impl<'a> DeadLetter<'a> {
+    /// A dead letter of `msg`, sent through `mbox` to `agent` where those are known.
+    pub(crate) fn of(
+        msg: &'a Envelope,
+        reason: DeliveryFailure,
+        mbox: Option<MboxId>,
+        agent: Option<MboxId>,
+    ) -> Self {
+        Self {
+            message_type: msg.type_name(),
+            reason,
+            mbox,
+            agent,
+            message: Some(msg.as_any()),
+        }
+    }
+
     /// A dead letter known only by its type name and reason.
     pub(crate) fn bare(message_type: &'static str, reason: DeliveryFailure) -> Self {
         Self {

@@ -7,7 +7,7 @@
 //! only how the demand refers to the agent ([`Receiver`]), so the generic function is
 //! monomorphised per kind and no sender pays for the others' cases.
 
-use crate::agent::cell::{ACTIVE, AgentRef, DeliveryFailure, DynCell, NEW};
+use crate::agent::cell::{ABANDONED, ACTIVE, AgentRef, DeliveryFailure, DynCell, NEW};
 use crate::agent::demand::Demand;
 use crate::mailbox::MboxId;
 use crate::mailbox::limits::Admit;
@@ -87,7 +87,7 @@ pub(crate) fn deliver<R: Receiver>(to: R, mbox: MboxId, msg: Envelope, depth: u8
     let cell = to.cell();
     let header = &cell.header;
     if header.status() != ACTIVE {
-        return reject(cell, mbox, msg);
+        return inactive(to, mbox, msg, depth);
     }
     let (msg, counted) = match admit(cell, mbox, msg, depth) {
         Some(admitted) => admitted,
@@ -120,7 +120,7 @@ fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Enve
     let agent = cell.mbox_id();
     let admitted = match cell.limits() {
         None => (msg, false),
-        Some(limits) => match limits.admit(&header.env, agent, msg, depth) {
+        Some(limits) => match limits.admit(&header.env, mbox, agent, msg, depth) {
             Admit::Counted(msg) => (msg, true),
             Admit::Free(msg) => (msg, false),
             Admit::Taken => return None,
@@ -134,16 +134,41 @@ fn admit(cell: &DynCell, mbox: MboxId, msg: Envelope, depth: u8) -> Option<(Enve
     Some(admitted)
 }
 
-/// Counts a message for an agent that does not accept messages as a dead letter.
+/// A message for an agent that is not `ACTIVE`: a 1:N delivery (through a mailbox the
+/// agent subscribed to, not its own) to an agent whose cooperation is still registering is
+/// queued, and kept on the queue until its `start` (see [`AgentRef::handle`]); anything
+/// else is a dead letter.
 #[cold]
-fn reject(cell: &DynCell, mbox: MboxId, msg: Envelope) {
+fn inactive<R: Receiver>(to: R, mbox: MboxId, msg: Envelope, depth: u8) {
+    let cell = to.cell();
     let header = &cell.header;
-    let why = if header.status() == NEW {
-        DeliveryFailure::NotRegistered
-    } else {
-        DeliveryFailure::ReceiverGone
+    let why = match header.status() {
+        NEW if mbox != cell.mbox_id() => return deliver_registering(to, mbox, msg, depth),
+        NEW | ABANDONED => DeliveryFailure::NotRegistered,
+        _ => DeliveryFailure::ReceiverGone,
     };
     header.dead_letter_at(msg, why, mbox, cell.mbox_id())
+}
+
+/// Queues a 1:N delivery to an agent subscribed in `define` whose cooperation is still
+/// registering: owned (the cooperation may yet fail and let the cell go), past its message
+/// limits like any message. Its queue keeps it until the agent's `start` (or counts it as
+/// `NotRegistered` if the registration fails).
+#[cold]
+fn deliver_registering<R: Receiver>(to: R, mbox: MboxId, msg: Envelope, depth: u8) {
+    let cell = to.cell();
+    let (msg, counted) = match admit(cell, mbox, msg, depth) {
+        Some(admitted) => admitted,
+        None => return,
+    };
+    // SAFETY: a subscriber is bound before its `define` subscribes it, and this sender found
+    // the subscription in a table published under the mailbox's lock after that: the
+    // binding is visible here.
+    let queue = unsafe { cell.header.queue() };
+    queue.push(Demand::Message {
+        agent: to.remote_ref(false, mbox).counted(counted),
+        msg,
+    })
 }
 
 /// Queues `msg`, an event the runtime owes the agent `to` (a future's output, an ask's

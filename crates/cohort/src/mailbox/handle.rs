@@ -69,6 +69,16 @@ impl IndirectMbox {
         }
     }
 
+    /// Removes each `(key, cell)` pair's subscription, in one edit.
+    pub(crate) fn unsubscribe_all(
+        &self,
+        pairs: impl Iterator<Item = (std::any::TypeId, *const DynCell)>,
+    ) {
+        if let IndirectMbox::Named(m) = self {
+            m.unsubscribe_all(pairs)
+        }
+    }
+
     /// The mailbox id: the address of the named mailbox (which knows it without its
     /// wrapper), or of the custom one's wrapper.
     pub(crate) fn id(&self) -> MboxId {
@@ -275,6 +285,14 @@ impl Mbox {
     }
 
     /// Whether this is a custom mailbox (agents cannot subscribe to it).
+    /// The agent this mailbox is the direct mailbox of (its id), if it is one.
+    pub(crate) fn agent_id(&self) -> Option<MboxId> {
+        match &self.kind {
+            MboxKind::Direct(cell) => Some(cell.mbox_id()),
+            MboxKind::Indirect(_) => None,
+        }
+    }
+
     pub(crate) fn is_custom(&self) -> bool {
         matches!(&self.kind, MboxKind::Indirect(m) if matches!(**m, IndirectMbox::Custom(_)))
     }
@@ -283,6 +301,18 @@ impl Mbox {
     /// a forwarded message, or one redirected or transformed by a message limit, `depth`
     /// hops away from its first mailbox. A mutable message for a multi-consumer mailbox is
     /// refused (and dropped).
+    /// Whether [`Mbox::deliver_envelope`] takes `msg` (a mutable message needs a mailbox
+    /// with one consumer).
+    pub(crate) fn takes(&self, msg: &Envelope) -> bool {
+        match &self.kind {
+            MboxKind::Direct(_) => true,
+            MboxKind::Indirect(m) => match &**m {
+                IndirectMbox::Named(n) => !msg.is_mutable() || n.is_single_consumer(),
+                IndirectMbox::Custom(t) => !msg.is_mutable() || t.accepts_mutable(),
+            },
+        }
+    }
+
     pub(crate) fn deliver_envelope(&self, msg: Envelope, depth: u8) -> Result<(), SendError> {
         match &self.kind {
             MboxKind::Direct(cell) => {

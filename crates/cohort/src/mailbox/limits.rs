@@ -15,7 +15,7 @@
 
 use crate::defaults;
 use crate::error::LimitError;
-use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::mailbox::dead_letter::{DeadLetter, DeliveryFailure};
 use crate::mailbox::{Mbox, MboxId, WeakMbox};
 use crate::message::Envelope;
 use crate::runtime::env::EnvShared;
@@ -275,10 +275,18 @@ impl MessageLimits {
             .or(self.default.as_ref())
     }
 
-    /// Counts `msg` in if its limit allows, else applies the limit's overflow action.
-    /// `mbox` and `agent` (the agent's direct mailbox) are for tracing.
+    /// Counts `msg`, sent through `mbox`, in if its limit allows, else applies the limit's
+    /// overflow action. `mbox` and `agent` (the agent's direct mailbox) are for tracing and
+    /// dead letters.
     #[inline(never)]
-    pub(crate) fn admit(&self, env: &EnvShared, agent: MboxId, msg: Envelope, depth: u8) -> Admit {
+    pub(crate) fn admit(
+        &self,
+        env: &EnvShared,
+        mbox: MboxId,
+        agent: MboxId,
+        msg: Envelope,
+        depth: u8,
+    ) -> Admit {
         let Some(limit) = self.find(msg.key()) else {
             return Admit::Free(msg);
         };
@@ -287,7 +295,7 @@ impl MessageLimits {
             return Admit::Counted(msg);
         }
         limit.added.fetch_sub(1, Ordering::Relaxed);
-        overflow(limit, env, agent, msg, depth);
+        overflow(limit, env, At { mbox, agent }, msg, depth);
         Admit::Taken
     }
 
@@ -329,11 +337,27 @@ impl std::fmt::Debug for MessageLimits {
     }
 }
 
+/// Where an overflowing message was going: the mailbox it was sent through and the agent.
+#[derive(Clone, Copy)]
+struct At {
+    mbox: MboxId,
+    agent: MboxId,
+}
+
+impl At {
+    /// Counts `msg` as a dead letter for `why`, with where it was going.
+    #[cold]
+    fn dead_letter(self, env: &EnvShared, msg: &Envelope, why: DeliveryFailure) {
+        env.dead_letter_with(&DeadLetter::of(msg, why, Some(self.mbox), Some(self.agent)));
+    }
+}
+
 #[cold]
-fn overflow(limit: &Limit, env: &EnvShared, agent: MboxId, msg: Envelope, depth: u8) {
+fn overflow(limit: &Limit, env: &EnvShared, at: At, msg: Envelope, depth: u8) {
+    let agent = at.agent;
     match &limit.overflow {
         Overflow::Drop => {
-            env.dead_letter(msg.type_name(), DeliveryFailure::LimitReached);
+            at.dead_letter(env, &msg, DeliveryFailure::LimitReached);
             crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::LimitReached)
         }
         Overflow::Abort => {
@@ -350,7 +374,7 @@ fn overflow(limit: &Limit, env: &EnvShared, agent: MboxId, msg: Envelope, depth:
             std::process::abort()
         }
         Overflow::Redirect { to } => {
-            let Some(target) = next_hop(env, to, &msg, depth) else {
+            let Some(target) = next_hop(env, to, &msg, depth, at) else {
                 return;
             };
             if trace::on() {
@@ -361,13 +385,10 @@ fn overflow(limit: &Limit, env: &EnvShared, agent: MboxId, msg: Envelope, depth:
                     Some(agent),
                 );
             }
-            let type_name = msg.type_name();
-            if target.deliver_envelope(msg, depth + 1).is_err() {
-                env.dead_letter(type_name, DeliveryFailure::MutableToMultiConsumer);
-            }
+            redirect(env, &target, msg, depth);
         }
         Overflow::Transform { to, into, make } => {
-            let Some(target) = next_hop(env, to, &msg, depth) else {
+            let Some(target) = next_hop(env, to, &msg, depth, at) else {
                 return;
             };
             let made = catch_unwind(AssertUnwindSafe(|| make(&msg)));
@@ -377,7 +398,7 @@ fn overflow(limit: &Limit, env: &EnvShared, agent: MboxId, msg: Envelope, depth:
                     message_type = msg.type_name(),
                     "a message limit's transform function panicked"
                 );
-                return env.dead_letter(msg.type_name(), DeliveryFailure::TransformPanicked);
+                return at.dead_letter(env, &msg, DeliveryFailure::TransformPanicked);
             };
             if trace::on() {
                 let step = TraceStep::Transformed {
@@ -387,30 +408,38 @@ fn overflow(limit: &Limit, env: &EnvShared, agent: MboxId, msg: Envelope, depth:
                 env.trace_step(step, &msg, None, Some(agent));
             }
             drop(msg);
-            let type_name = new.type_name();
-            if target.deliver_envelope(new, depth + 1).is_err() {
-                env.dead_letter(type_name, DeliveryFailure::MutableToMultiConsumer);
-            }
+            redirect(env, &target, new, depth);
         }
     }
 }
 
+/// Sends `msg` on to `target`, the next hop of a redirect or transform; a mutable message to
+/// a mailbox that takes none is a dead letter there.
+fn redirect(env: &EnvShared, target: &Mbox, msg: Envelope, depth: u8) {
+    if !target.takes(&msg) {
+        let why = DeliveryFailure::MutableToMultiConsumer;
+        return env.dead_letter_with(&DeadLetter::of(&msg, why, Some(target.id()), None));
+    }
+    // Cannot fail: `takes` said it goes.
+    let _ = target.deliver_envelope(msg, depth + 1);
+}
+
 /// The target of a redirect or transform, unless the chain is too deep (a loop) or the
 /// target is gone; those two are dead letters.
-fn next_hop(env: &EnvShared, to: &WeakMbox, msg: &Envelope, depth: u8) -> Option<Mbox> {
+fn next_hop(env: &EnvShared, to: &WeakMbox, msg: &Envelope, depth: u8, at: At) -> Option<Mbox> {
     if usize::from(depth) >= defaults::MAX_REDIRECT_DEPTH {
         tracing::warn!(
             message_type = msg.type_name(),
             depth,
             "message limits redirect in a loop: message dropped"
         );
-        env.dead_letter(msg.type_name(), DeliveryFailure::RedirectLoop);
+        at.dead_letter(env, msg, DeliveryFailure::RedirectLoop);
         return None;
     }
     match to.upgrade() {
         Some(m) => Some(m),
         None => {
-            env.dead_letter(msg.type_name(), DeliveryFailure::ReceiverGone);
+            at.dead_letter(env, msg, DeliveryFailure::ReceiverGone);
             None
         }
     }

@@ -5,14 +5,14 @@ use super::asynch::{Received, Wakers, unlock_and_wake};
 use super::error::MchainError;
 use super::notify::Notify;
 use super::params::{MchainParams, Overflow};
-use crate::mailbox::Mbox;
 use crate::mailbox::custom::{AnyMessage, CustomMbox};
-use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::mailbox::dead_letter::{DeadLetter, DeliveryFailure};
+use crate::mailbox::{Mbox, MboxId};
 use crate::runtime::env::EnvShared;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
@@ -112,7 +112,13 @@ pub(crate) struct ChainInner {
     /// Live [`Mchain`] handles: the chain closes when the last one is dropped (nobody could
     /// receive from it any more, save the streams it already gave out).
     handles: AtomicUsize,
+    /// The id of the chain's mailbox (set once it exists), for its dead letters.
+    mbox_id: OnceLock<MboxId>,
 }
+
+/// Reports a message the chain refuses, before it is dropped (a send through the chain's
+/// mailbox: a dead letter).
+type Refused<'a> = Option<&'a dyn Fn(&AnyMessage, DeliveryFailure)>;
 
 impl ChainInner {
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -127,11 +133,17 @@ impl ChainInner {
     /// Messages are dropped after the lock is released (a dropped request wakes its
     /// requester, which may send to this very chain).
     pub(crate) fn push(&self, msg: AnyMessage) -> Result<Sent, MchainError> {
+        self.push_reporting(msg, None)
+    }
+
+    /// As [`ChainInner::push`], telling `refused` of a message it refuses (closed, or full
+    /// with [`Overflow::Error`]) before dropping it.
+    fn push_reporting(&self, msg: AnyMessage, refused: Refused<'_>) -> Result<Sent, MchainError> {
         let mut st = self.lock();
         if !st.closed && self.is_full(&st) && self.params.wait_on_full.is_some() {
             st = self.wait_for_room(st);
         }
-        self.push_locked(st, msg)
+        self.push_locked(st, msg, refused)
     }
 
     /// Queues `msg` now, or applies the overflow reaction to it; releases the lock.
@@ -140,10 +152,11 @@ impl ChainInner {
         &self,
         mut st: MutexGuard<'_, State>,
         msg: AnyMessage,
+        refused: Refused<'_>,
     ) -> Result<Sent, MchainError> {
         if st.closed {
             drop(st);
-            return Err(self.refuse_closed(msg));
+            return Err(self.refuse_closed(msg, refused));
         }
         if !self.is_full(&st) {
             st.queue.push_back(msg);
@@ -174,6 +187,9 @@ impl ChainInner {
                 drop(st);
                 bump(&self.counters.refused_full);
                 let message_type = msg.type_name();
+                if let Some(report) = refused {
+                    report(&msg, DeliveryFailure::ChainFull);
+                }
                 crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::ChainFull);
                 Err(MchainError::Full {
                     message_type,
@@ -215,9 +231,12 @@ impl ChainInner {
         st
     }
 
-    fn refuse_closed(&self, msg: AnyMessage) -> MchainError {
+    fn refuse_closed(&self, msg: AnyMessage, refused: Refused<'_>) -> MchainError {
         bump(&self.counters.refused_closed);
         let message_type = msg.type_name();
+        if let Some(report) = refused {
+            report(&msg, DeliveryFailure::ChainClosed);
+        }
         crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::ChainClosed);
         MchainError::Closed { message_type }
     }
@@ -227,7 +246,7 @@ impl ChainInner {
         let mut st = self.lock();
         if st.closed {
             drop(st);
-            self.refuse_closed(msg);
+            self.refuse_closed(msg, None);
             return TryPush::Closed;
         }
         if self.is_full(&st) {
@@ -307,7 +326,7 @@ impl ChainInner {
         if slot.is_some() {
             st.send_wakers.withdraw(slot);
         }
-        Poll::Ready(self.push_locked(st, m))
+        Poll::Ready(self.push_locked(st, m, None))
     }
 
     pub(crate) fn withdraw_recv(&self, slot: &mut Option<u64>) {
@@ -392,15 +411,14 @@ struct ChainMbox(Arc<ChainInner>);
 
 impl CustomMbox for ChainMbox {
     fn deliver(&self, msg: AnyMessage) {
-        let message_type = msg.type_name();
-        let why = match self.0.push(msg) {
-            Ok(_) => return,
-            Err(MchainError::Closed { .. }) => DeliveryFailure::ChainClosed,
-            Err(_) => DeliveryFailure::ChainFull,
+        let chain = &self.0;
+        let report = |m: &AnyMessage, why: DeliveryFailure| {
+            if let Some(env) = chain.env.upgrade() {
+                let mbox = chain.mbox_id.get().copied();
+                env.dead_letter_with(&DeadLetter::of(m.envelope(), why, mbox, None));
+            }
         };
-        if let Some(env) = self.0.env.upgrade() {
-            env.dead_letter(message_type, why);
-        }
+        let _ = chain.push_reporting(msg, Some(&report));
     }
 
     fn accepts_mutable(&self) -> bool {
@@ -432,8 +450,10 @@ impl Mchain {
             counters: Counters::default(),
             env,
             handles: AtomicUsize::new(1),
+            mbox_id: OnceLock::new(),
         });
         let mbox = Mbox::custom(ChainMbox(inner.clone()));
+        let _ = inner.mbox_id.set(mbox.id());
         Ok(Self { inner, mbox })
     }
 

@@ -411,17 +411,11 @@ impl<T: QueueItem> EventQueue<T> {
         if early.is_empty() {
             return Vec::new();
         }
-        let mut mine = Vec::new();
-        let mut rest = Vec::with_capacity(early.len());
-        for (c, item) in early.drain(..) {
-            if c == cell {
-                mine.push(item)
-            } else {
-                rest.push((c, item))
-            }
-        }
-        *early = rest;
-        mine
+        // One pass, in place: the others' messages stay where they are, in order.
+        early
+            .extract_if(.., |(c, _)| *c == cell)
+            .map(|(_, item)| item)
+            .collect()
     }
 
     /// Demands waiting in both halves (for statistics).

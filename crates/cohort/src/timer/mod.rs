@@ -272,13 +272,11 @@ impl Environment {
                 inner: Some((task, service.clone())),
             },
             Err(refused) => {
-                // Never silently lost: the message is dropped and counted.
-                let message_type = task.message_type();
-                task.cancel();
+                // Never silently lost: the message is counted, then dropped.
                 let reason = match refused {
                     Refused::Stopped | Refused::NoThread => DeliveryFailure::ReceiverGone,
                 };
-                self.shared().dead_letter(message_type, reason);
+                task.refuse(reason, &|letter| self.shared().dead_letter_with(letter));
                 TimerId { inner: None }
             }
         }

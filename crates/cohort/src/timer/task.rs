@@ -9,6 +9,8 @@
 //! the receiver; after `cancel` returns nothing more is delivered.
 
 use crate::mailbox::Mbox;
+use crate::mailbox::dead_letter::{DeadLetter, DeliveryFailure};
+use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,6 +39,10 @@ pub(crate) trait Task: Send + Sync {
     fn surely_inactive(&self) -> bool;
     /// The message's type name (for dead letters and debugging).
     fn message_type(&self) -> &'static str;
+    /// Deactivates, handing what it would have sent (its receiving mailbox, the agent if
+    /// that is a direct mailbox, the message if still there) to `dead_letter` as a dead
+    /// letter for `reason`, before the message is dropped.
+    fn refuse(&self, reason: DeliveryFailure, dead_letter: &dyn Fn(&DeadLetter<'_>));
 }
 
 /// How a message is handed to its mailbox: monomorphised, no call through a pointer.
@@ -154,5 +160,16 @@ impl<M: Send + 'static, K: Kind<M>> Task for Timer<M, K> {
 
     fn message_type(&self) -> &'static str {
         std::any::type_name::<M>()
+    }
+
+    fn refuse(&self, reason: DeliveryFailure, dead_letter: &dyn Fn(&DeadLetter<'_>)) {
+        // Out of the lock before the hook runs, as in `cancel`.
+        let old = self.msg.lock().unwrap_or_else(|e| e.into_inner()).take();
+        dead_letter(&DeadLetter {
+            mbox: Some(self.to.id()),
+            agent: self.to.agent_id(),
+            message: old.as_ref().map(|m| m as &dyn Any),
+            ..DeadLetter::bare(std::any::type_name::<M>(), reason)
+        });
     }
 }

@@ -234,6 +234,12 @@ mod tests {
         fn message_type(&self) -> &'static str {
             "Nop"
         }
+        fn refuse(
+            &self,
+            _: crate::mailbox::dead_letter::DeliveryFailure,
+            _: &dyn Fn(&crate::mailbox::dead_letter::DeadLetter<'_>),
+        ) {
+        }
     }
 
     fn entry(at: u64, seq: u64) -> Entry {

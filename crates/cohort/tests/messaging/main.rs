@@ -5,6 +5,7 @@
 mod common;
 
 mod custom_mbox;
+mod dead_letter_fields;
 mod delivery_filters;
 mod delivery_phases;
 mod message_limits;

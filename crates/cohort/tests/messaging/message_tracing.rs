@@ -138,14 +138,22 @@ fn filters_by_mailbox_and_agent_and_drops_with_their_reason() {
         idle.send(Ping(2));
         assert_eq!(recv(&rx, "the ping"), 1);
         assert_eq!(log.steps(), vec![TraceStep::Queued, TraceStep::Handled]);
-        // By mailbox: `idle` only; its missing handler is a drop with the reason.
+        // By mailbox: `idle` only; its missing handler is a drop with the reason (the drop
+        // names the mailbox and the agent).
         env.set_message_tracing(Some(log.tracing().mbox(&idle)));
         echo.send(Ping(3));
         assert_eq!(recv(&rx, "the ping"), 3);
         idle.send(Ping(4));
         common::wait_until(|| env.dead_letters() == 2);
-        assert_eq!(log.steps(), vec![TraceStep::Sent, TraceStep::Queued]);
-        // Drops carry no mailbox: unfiltered, the drop shows with its reason.
+        assert_eq!(
+            log.steps(),
+            vec![
+                TraceStep::Sent,
+                TraceStep::Queued,
+                TraceStep::Dropped(DeliveryFailure::NoHandler)
+            ]
+        );
+        // Unfiltered, the same.
         env.set_message_tracing(Some(log.tracing()));
         idle.send(Ping(5));
         common::wait_until(|| env.dead_letters() == 3);

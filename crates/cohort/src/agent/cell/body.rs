@@ -117,6 +117,19 @@ impl<A: Agent> AgentBody<A> {
     }
 }
 
+/// Counts `msg`, which came through `mbox` to the agent in `this`, as a dead letter.
+#[cold]
+pub(crate) fn dead_letter_here(
+    this: NonNull<DynCell>,
+    mbox: MboxId,
+    msg: Envelope,
+    why: DeliveryFailure,
+) {
+    // SAFETY: the cell is alive while its demands run (callers run one).
+    let cell = unsafe { this.as_ref() };
+    cell.header.dead_letter_at(msg, why, mbox, cell.mbox_id())
+}
+
 fn panic_message(p: &(dyn Any + Send)) -> Cow<'static, str> {
     if let Some(s) = p.downcast_ref::<&'static str>() {
         Cow::Borrowed(s)
@@ -158,18 +171,14 @@ impl<A: Agent> AgentBody<A> {
 }
 
 impl<A: Agent> ErasedBody for AgentBody<A> {
+    /// Called once the agent has started (a message that arrives before waits on the queue:
+    /// see `AgentRef::handle`).
     #[inline]
     fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
         // SAFETY: the cell is alive while its demands run.
         let header = unsafe { &this.as_ref().header };
-        if !header.started() {
-            // SAFETY: the agent is registered (its queue is bound).
-            let queue = unsafe { header.queue() };
-            let local = queue.local().expect("a handler runs on its queue's worker");
-            return local.stash_early(this.as_ptr() as *const () as usize, (mbox, msg));
-        }
         if header.status() == FINISHED {
-            return header.dead_letter(msg, DeliveryFailure::ReceiverGone);
+            return dead_letter_here(this, mbox, msg, DeliveryFailure::ReceiverGone);
         }
         let key = msg.key();
         let Some((slot, handler)) = self.subs.take(mbox, key) else {
@@ -183,16 +192,12 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool {
         // SAFETY: the cell is alive while its demands run, and we run its queue.
         let header = unsafe { &this.as_ref().header };
-        header.started()
-            && header.status() != FINISHED
-            && self.subs.shared(mbox, msg.key()).is_some()
+        header.status() != FINISHED && self.subs.shared(mbox, msg.key()).is_some()
     }
 
     fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
         let Some(handler) = self.subs.shared(mbox, msg.key()) else {
-            // SAFETY: the cell is alive while its demands run.
-            let header = unsafe { &this.as_ref().header };
-            return header.dead_letter(msg, DeliveryFailure::NoHandler);
+            return dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler);
         };
         let type_name = msg.type_name_fn();
         let agent: &A = &self.agent;
@@ -250,7 +255,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         self.leave_states(this);
         // Nothing of the agent runs again: free its handlers and its value now rather than
         // when the last mailbox goes (and break the cycles of agents holding mailboxes).
-        self.subs.clear(this.as_ptr());
+        self.subs.clear(this.as_ptr(), self.coop);
         let agent = &mut self.agent;
         let dropped = catch_unwind(AssertUnwindSafe(|| {
             // SAFETY: the cell is alive and we run its queue; the status is FINISHED, so no
@@ -312,7 +317,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     }
 
     fn clear_subscriptions(&mut self, cell: *const DynCell) {
-        self.subs.clear(cell);
+        self.subs.clear(cell, self.coop);
     }
 
     unsafe fn drop_agent(&mut self) {

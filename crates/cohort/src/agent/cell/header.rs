@@ -30,6 +30,9 @@ pub(crate) const ACTIVE: u8 = 1;
 pub(crate) const FINISHING: u8 = 2;
 /// `finish` has run: nothing runs any more.
 pub(crate) const FINISHED: u8 = 3;
+/// Its cooperation's registration failed after the agent was bound: it never starts, and
+/// what reaches it is a `NotRegistered` dead letter.
+pub(crate) const ABANDONED: u8 = 4;
 
 /// The part of an agent any thread may read.
 pub(crate) struct Header {
@@ -83,7 +86,9 @@ impl Header {
     /// The bound queue.
     ///
     /// # Safety
-    /// The caller observed a status other than `NEW` (acquire), so the queue is bound.
+    /// The caller observed a status other than `NEW` (acquire), so the queue is bound; or it
+    /// otherwise knows the binding happened before (it found the agent subscribed to a
+    /// mailbox, which `define` does after binding, or it runs a demand from that queue).
     #[inline]
     pub(crate) unsafe fn queue(&self) -> &EventQueue {
         // SAFETY: written before the status left `NEW`, never written again (caller).
@@ -153,12 +158,6 @@ impl Header {
             Some(q) => q,
             None => unreachable!("agent queue read before binding"),
         }
-    }
-
-    /// Counts an undeliverable message known by its type name.
-    #[cold]
-    pub(crate) fn dead_letter_named(&self, message_type: &'static str, why: DeliveryFailure) {
-        self.env.dead_letter(message_type, why);
     }
 
     /// Counts an undeliverable message and hands it to the environment's hook.

@@ -11,8 +11,8 @@ pub(crate) mod env_ref;
 mod header;
 mod reference;
 
-pub(crate) use body::{AgentBody, DefineFailure, ErasedBody};
-pub(crate) use header::{ACTIVE, FINISHED, FINISHING, Header, NEW};
+pub(crate) use body::{AgentBody, DefineFailure, ErasedBody, dead_letter_here};
+pub(crate) use header::{ABANDONED, ACTIVE, FINISHED, FINISHING, Header, NEW};
 pub(crate) use reference::AgentRef;
 
 use crate::agent::Agent;

@@ -1,6 +1,6 @@
 //! [`AgentRef`]: what a message demand holds of its agent, borrowed or owned.
 
-use super::{DynCell, Header};
+use super::{ABANDONED, DynCell, Header};
 use crate::mailbox::MboxId;
 use crate::message::Envelope;
 use std::ptr::NonNull;
@@ -96,7 +96,10 @@ impl AgentRef {
         {
             limits.release_rejected(msg.key());
         }
-        self.header().dead_letter(msg, why)
+        let mbox = MboxId(self.mbox_and_flags & !FLAGS);
+        // SAFETY: the cell is alive while this reference exists (see constructors).
+        let agent = unsafe { self.ptr.as_ref() }.mbox_id();
+        self.header().dead_letter_at(msg, why, mbox, agent)
     }
 
     #[inline]
@@ -106,13 +109,22 @@ impl AgentRef {
     }
 
     /// Runs a message on the agent. Called by the thread that runs the agent's queue.
-    #[inline]
+    ///
+    /// A message for an agent whose `start` has not run is kept on the queue and replayed
+    /// right after `start` (see [`before_start`]), without touching the agent's body: while
+    /// its cooperation registers, the body belongs to the registering thread.
+    #[inline(always)]
     pub(crate) fn handle(self, msg: Envelope) {
         self.release_limit(&msg);
         let mbox = MboxId(self.mbox_and_flags & !FLAGS);
-        // SAFETY: demands run on the thread that runs the agent's queue, one at a time, and
-        // the cell is alive (constructors).
-        unsafe { self.ptr.as_ref().body() }.handle(self.ptr, mbox, msg);
+        // SAFETY: the cell is alive (constructors).
+        let cell = unsafe { self.ptr.as_ref() };
+        if !cell.header.started() {
+            return before_start(cell, self.ptr, mbox, msg);
+        }
+        // SAFETY: demands run on the thread that runs the agent's queue, one at a time; the
+        // agent has started, so its registration is over and the body is this thread's.
+        unsafe { cell.body() }.handle(self.ptr, mbox, msg);
     }
 }
 
@@ -122,8 +134,12 @@ impl AgentRef {
     #[inline]
     pub(crate) fn is_thread_safe(&self, msg: &Envelope) -> bool {
         let mbox = MboxId(self.mbox_and_flags & !FLAGS);
-        // SAFETY: called by the queue's runner, which no exclusive handler overlaps.
-        unsafe { self.ptr.as_ref().body_shared() }.is_thread_safe(self.ptr, mbox, msg)
+        // SAFETY: the cell is alive (constructors).
+        let cell = unsafe { self.ptr.as_ref() };
+        // SAFETY: called by the queue's runner. An agent not started is not asked (its body
+        // may still belong to the registering thread); once started, no exclusive handler
+        // overlaps this call.
+        cell.header.started() && unsafe { cell.body_shared() }.is_thread_safe(self.ptr, mbox, msg)
     }
 
     /// Runs `msg` on the agent's thread-safe handler (after [`AgentRef::is_thread_safe`]), on
@@ -145,6 +161,23 @@ impl Drop for AgentRef {
             unsafe { drop(Arc::from_raw(self.ptr.as_ptr() as *const DynCell)) }
         }
     }
+}
+
+/// A message for an agent whose `start` has not run, on the thread that runs its queue:
+/// kept on the queue, by the cell's address, and replayed right after `start`, in the order
+/// it arrived (an agent that is `NEW` gets here only by a 1:N delivery while its cooperation
+/// registers); a `NotRegistered` dead letter if the registration failed.
+#[cold]
+fn before_start(cell: &DynCell, ptr: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
+    let header = &cell.header;
+    if header.status() == ABANDONED {
+        return header.dead_letter_at(msg, DeliveryFailure::NotRegistered, mbox, cell.mbox_id());
+    }
+    // SAFETY: this demand came out of the agent's queue, so that queue is bound, and the
+    // push that queued it ordered the binding before this read.
+    let queue = unsafe { header.queue() };
+    let local = queue.local().expect("a message runs on its queue's worker");
+    local.stash_early(ptr.as_ptr() as *const () as usize, (mbox, msg));
 }
 
 #[inline(never)]

@@ -427,7 +427,8 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
         let Ok(i) = self.index() else { return false };
         let id = self.ctx.cell().mbox_id();
         let cell = self.ctx.cell.as_ptr();
-        self.ctx.subs.remove(id, TypeId::of::<M>(), i, cell)
+        let coop = self.ctx.coop_ptr();
+        self.ctx.subs.remove(id, TypeId::of::<M>(), i, cell, coop)
     }
 
     /// Sets the hook that runs each time the agent enters this state (replacing a previous

@@ -6,7 +6,7 @@ use super::DEAD_LETTER_STATE;
 use super::machine::Effect;
 use super::time_limit::{self, StateTimeout};
 use super::unhandled::Unhandled;
-use crate::agent::cell::{AgentBody, DynCell};
+use crate::agent::cell::{AgentBody, DynCell, dead_letter_here};
 use crate::agent::subscription::{HANDLE, SUPPRESS, Subscriptions};
 use crate::agent::{Agent, Context};
 use crate::defaults::MAX_STATE_TRANSFERS;
@@ -48,15 +48,13 @@ impl<A: Agent> AgentBody<A> {
     #[cold]
     #[inline(never)]
     pub(crate) fn handle_unmatched(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
-        // SAFETY: the cell is alive while its demands run.
-        let header = unsafe { &this.as_ref().header };
         let key = msg.key();
         if key == TypeId::of::<Mutable<Completion<A>>>() {
             // A future's output or an ask's outcome: no subscription, it runs in any state.
             return self.run_completion(this, msg);
         }
         if self.subs.machine.is_none() {
-            return header.dead_letter(msg, DeliveryFailure::NoHandler);
+            return dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler);
         }
         if key == TypeId::of::<StateTimeout>() {
             // SAFETY: the key says the envelope holds a `StateTimeout`.
@@ -70,7 +68,7 @@ impl<A: Agent> AgentBody<A> {
                         Some((slot, handler)) => {
                             self.run_handler(this, slot, mbox, key, handler, msg)
                         }
-                        None => header.dead_letter(msg, DeliveryFailure::NoHandler),
+                        None => dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler),
                     };
                 }
                 Route::Suppress => return,
@@ -89,7 +87,7 @@ impl<A: Agent> AgentBody<A> {
             message = msg.type_name(),
             "transfer_to_state loops: the message is dropped as a dead letter"
         );
-        header.dead_letter(msg, DeliveryFailure::TransferLoop)
+        dead_letter_here(this, mbox, msg, DeliveryFailure::TransferLoop)
     }
 
     /// A message no state takes: to the agent's dead-letter handler for its type, else its
@@ -107,9 +105,7 @@ impl<A: Agent> AgentBody<A> {
             .as_mut()
             .and_then(|m| m.dead_letter.take());
         let Some(mut handler) = handler else {
-            // SAFETY: the cell is alive while its demands run.
-            let header = unsafe { &this.as_ref().header };
-            return header.dead_letter(msg, DeliveryFailure::NoHandler);
+            return dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler);
         };
         let letter = Unhandled::new(msg, mbox);
         let mut ctx = Context::new(this, self.coop, &mut self.subs);

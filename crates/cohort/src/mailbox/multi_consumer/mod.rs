@@ -23,7 +23,7 @@
 use crate::agent::cell::DynCell;
 use crate::agent::demand::{BroadcastTargets, Demand};
 use crate::error::SubscribeError;
-use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::mailbox::dead_letter::{DeadLetter, DeliveryFailure};
 use crate::mailbox::{MboxId, deliver};
 use crate::message::Envelope;
 use crate::queue::EventQueue;
@@ -338,6 +338,21 @@ impl NamedMbox {
         }
     }
 
+    /// Removes each `(key, cell)` pair's subscription, in one edit (the agents of a
+    /// cooperation whose deregistration began: see `runtime/coop/named_subs.rs`).
+    pub(crate) fn unsubscribe_all(&self, pairs: impl Iterator<Item = (TypeId, *const DynCell)>) {
+        let mut edit = self.edit();
+        let subs = edit.table();
+        for (key, cell) in pairs {
+            if let Some(t) = subs.get_mut(&key) {
+                t.remove(cell);
+                if t.is_empty() {
+                    subs.remove(&key);
+                }
+            }
+        }
+    }
+
     /// Sets (or with `None` removes) `cell`'s delivery filter for `key`; false if `cell` is
     /// not subscribed to `key` here.
     pub(crate) fn set_filter(&self, key: TypeId, cell: *const DynCell, f: Option<Filter>) -> bool {
@@ -466,7 +481,7 @@ impl NamedMbox {
         match rest {
             Rest::Done => {}
             Rest::NoSubscriber(msg) => {
-                self.no_subscriber(msg.type_name());
+                self.no_subscriber(&msg);
                 crate::mailbox::request::drop_with_reason(msg, DeliveryFailure::NoSubscriber)
             }
             Rest::NotShareable(msg) => self.not_shareable(msg),
@@ -538,7 +553,7 @@ impl NamedMbox {
                         continue;
                     }
                     Err(_) => {
-                        self.filter_panicked(m);
+                        self.filter_panicked(&s.cell, m);
                         continue;
                     }
                 }
@@ -575,7 +590,7 @@ impl NamedMbox {
     }
 
     #[cold]
-    fn filter_panicked(&self, msg: &Envelope) {
+    fn filter_panicked(&self, cell: &DynCell, msg: &Envelope) {
         tracing::error!(
             message_type = msg.type_name(),
             mailbox = %self.display_name(),
@@ -583,21 +598,29 @@ impl NamedMbox {
         );
         if let Some(env) = self.env.upgrade() {
             env.count_panic();
-            env.dead_letter(msg.type_name(), DeliveryFailure::FilterPanicked);
+            let (mbox, agent) = (Some(self.id()), Some(cell.mbox_id()));
+            env.dead_letter_with(&DeadLetter::of(
+                msg,
+                DeliveryFailure::FilterPanicked,
+                mbox,
+                agent,
+            ));
         }
     }
 
     #[cold]
     fn not_shareable(&self, msg: Envelope) {
         if let Some(env) = self.env.upgrade() {
-            env.dead_letter(msg.type_name(), DeliveryFailure::MutableToMultiConsumer);
+            let why = DeliveryFailure::MutableToMultiConsumer;
+            env.dead_letter_with(&DeadLetter::of(&msg, why, Some(self.id()), None));
         }
     }
 
     #[cold]
-    fn no_subscriber(&self, message_type: &'static str) {
+    fn no_subscriber(&self, msg: &Envelope) {
         if let Some(env) = self.env.upgrade() {
-            env.dead_letter(message_type, DeliveryFailure::NoSubscriber);
+            let why = DeliveryFailure::NoSubscriber;
+            env.dead_letter_with(&DeadLetter::of(msg, why, Some(self.id()), None));
         }
     }
 }

@@ -11,6 +11,7 @@
 //! [`CoopDeregistered`].
 
 mod builder;
+mod named_subs;
 mod register;
 mod registered;
 mod wait;
@@ -105,6 +106,9 @@ pub struct CoopDeregistered {
 /// A lifecycle step run by a worker for one group of agents.
 pub(crate) enum Step {
     Start,
+    /// The registration failed: the messages kept for the group's agents until their
+    /// `start` (1:N deliveries while it registered) become `NotRegistered` dead letters.
+    Abandon,
     /// `drained`: the queue's remote half was already moved ahead of this demand once.
     Finish {
         drained: bool,
@@ -127,6 +131,12 @@ mod sizes {
         impl crate::Agent for Node {}
         // An `Arc` adds 16 bytes and glibc 8: 104 + 16 + 8 = 128.
         assert!(std::mem::size_of::<AgentCell<AgentBody<Node>>>() <= 104);
+    }
+
+    #[test]
+    fn a_cooperation_pays_16_bytes_for_its_multi_consumer_subscriptions() {
+        // Skynet registers a cooperation per ten agents.
+        assert_eq!(std::mem::size_of::<super::named_subs::NamedSubs>(), 16);
     }
 
     #[test]

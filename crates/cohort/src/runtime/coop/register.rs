@@ -213,8 +213,7 @@ fn define_agents(coop: &Arc<CoopInner>, position: Option<&[usize]>) -> Result<()
         if let Err(failure) = result {
             // SAFETY: as above.
             let agent = unsafe { cell.body() }.name().into_owned();
-            coop.unbind_all();
-            release_agents(&coop.agents);
+            coop.abandon();
             let reason = match failure {
                 DefineFailure::Failed(e) => e.to_string(),
                 DefineFailure::Panicked(p) => format!("panicked: {p}"),
@@ -240,8 +239,7 @@ fn join_parent(
     let mut pstate = parent.lock_state();
     if pstate.status != CoopStatus::Registered {
         drop(pstate);
-        coop.unbind_all();
-        release_agents(&coop.agents);
+        coop.abandon();
         return Err(if parent.parent.is_none() {
             RegisterError::EnvironmentStopped
         } else {

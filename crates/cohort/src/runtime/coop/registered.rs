@@ -2,8 +2,9 @@
 //! deregistration), and [`CoopHandle`], the handle users hold.
 
 use super::builder::CoopExtras;
+use super::named_subs::NamedSubs;
 use super::{CoopDeregistered, CoopId, DeregReason, PanicNotice, Step};
-use crate::agent::cell::{DynCell, FINISHED, FINISHING};
+use crate::agent::cell::{ABANDONED, DeliveryFailure, DynCell, FINISHED, FINISHING};
 use crate::agent::demand::Demand;
 use crate::dispatcher::Binder;
 use crate::panic::PanicReaction;
@@ -110,6 +111,9 @@ pub(crate) struct CoopInner {
     /// The finish epoch its agents became `FINISHING` at: written before their status, so
     /// whoever reads `FINISHING` (acquire) reads it.
     pub(super) finishing_since: AtomicU32,
+    /// Its agents' subscriptions to multi-consumer mailboxes, dropped when deregistration
+    /// reaches step 3 (see `named_subs.rs`).
+    pub(super) named_subs: NamedSubs,
     pub(super) extras: Option<Box<CoopExtras>>,
 }
 
@@ -166,6 +170,7 @@ impl CoopInner {
             pending: AtomicUsize::new(1),
             groups_left,
             finishing_since: AtomicU32::new(0),
+            named_subs: NamedSubs::default(),
             extras,
         }
     }
@@ -254,6 +259,25 @@ impl CoopInner {
         out
     }
 
+    /// The registration failed after the agents were bound and (some) defined: they leave
+    /// every multi-consumer mailbox first (so a send holding a subscriber list never finds
+    /// one of them abandoned), then are marked abandoned; each queue counts what it kept for
+    /// them as `NotRegistered` dead letters (a demand queued behind whatever was sent to them
+    /// before they were marked); then they are unbound and their values dropped here.
+    pub(super) fn abandon(self: &Arc<Self>) {
+        self.drop_named_subscriptions();
+        for cell in self.agents.iter() {
+            cell.header.set_status(ABANDONED);
+        }
+        for (g, group) in self.groups.iter().enumerate() {
+            group
+                .queue
+                .push(Demand::lifecycle(self.clone(), g as u32, Step::Abandon));
+        }
+        self.unbind_all();
+        super::builder::release_agents(&self.agents);
+    }
+
     /// Unbinds every agent (registration failed, or the cooperation is gone).
     pub(super) fn unbind_all(&self) {
         for g in self.groups.iter() {
@@ -304,8 +328,16 @@ impl CoopInner {
         }
     }
 
-    /// Every child is gone: queue `finish` for every group.
+    /// Every child is gone: drop the agents' multi-consumer subscriptions, mark them
+    /// finishing, queue `finish` for every group.
+    ///
+    /// The subscriptions go first: a 1:N send that takes a mailbox's subscriber list after
+    /// this never reaches these agents (no dead letter for them either), and one that took
+    /// it before races with this step as a direct send does (handled before `finish`, or a
+    /// `ReceiverGone` dead letter by the finish epoch). And a send that holds a list's read
+    /// lock never finds one of these agents finishing in it.
     fn begin_finish(self: &Arc<Self>) {
+        self.drop_named_subscriptions();
         let epoch = FINISH_EPOCH.fetch_add(1, Ordering::AcqRel) + 1;
         self.finishing_since.store(epoch, Ordering::Relaxed);
         for cell in self.agents.iter() {
@@ -342,6 +374,21 @@ impl CoopInner {
                 for cell in members {
                     // SAFETY: lifecycle steps run on the thread that runs the group's queue.
                     unsafe { cell.body() }.start(NonNull::from(&**cell));
+                }
+            }
+            Step::Abandon => {
+                let local = queue
+                    .local()
+                    .expect("a lifecycle step runs on its queue's worker");
+                for cell in members {
+                    for (mbox, msg) in local.take_early(Arc::as_ptr(cell) as *const () as usize) {
+                        cell.header.dead_letter_at(
+                            msg,
+                            DeliveryFailure::NotRegistered,
+                            mbox,
+                            cell.mbox_id(),
+                        );
+                    }
                 }
             }
             Step::Finish { drained: false } => {
