@@ -1,10 +1,12 @@
 //! Agents and async code: futures owned by an agent (`Context::spawn`), asks that do not
-//! block (`Context::request`), and the tokio runtime an environment starts on first use.
+//! block (`Context::request`), the tokio runtime an environment starts on first use, and
+//! message chains awaited from async code.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod ask;
+mod chains;
 mod runtime;
 mod spawn;
 

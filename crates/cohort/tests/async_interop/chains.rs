@@ -2,8 +2,7 @@
 //! dropping a chain while a task awaits it. Each test runs a tokio runtime under the
 //! watchdog; no test waits on a clock: they wait for a registered waiter or a message.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 
 use cohort::mchain::{
     Handlers, MchainError, MchainParams, MchainStream, Overflow, Received, Sent, from, receive,
