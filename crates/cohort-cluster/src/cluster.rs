@@ -224,10 +224,10 @@ impl Cluster {
     /// impl Agent for Watcher {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
     ///         let events = self.events.clone();
-    ///         ctx.subscribe(&events, |_: &mut Self, e: &MemberUp, _: &mut Context<'_, Self>| {
+    ///         ctx.subscribe(&events, |_, e: &MemberUp, _| {
     ///             println!("up: {}", e.member.name);
     ///         })?;
-    ///         ctx.subscribe(&events, |_: &mut Self, e: &MemberDown, _: &mut Context<'_, Self>| {
+    ///         ctx.subscribe(&events, |_, e: &MemberDown, _| {
     ///             println!("down: {} ({})", e.member.name, e.reason);
     ///         })?;
     ///         Ok(())

@@ -34,12 +34,9 @@ struct Teller {
 impl Agent for Teller {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         let payments = self.payments.clone();
-        ctx.subscribe(
-            &payments,
-            |me: &mut Self, p: &Payment, _: &mut Context<'_, Self>| {
-                let _ = me.paid.send(p.0);
-            },
-        )?;
+        ctx.subscribe(&payments, |me, p: &Payment, _| {
+            let _ = me.paid.send(p.0);
+        })?;
         Ok(())
     }
 }

@@ -30,13 +30,10 @@ struct Sink {
 impl Agent for Sink {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         let inbox = self.inbox.clone();
-        ctx.subscribe(
-            &inbox,
-            |me: &mut Self, m: &Numbered, _: &mut Context<'_, Self>| {
-                me.ledger.handled("client", "server", m.0);
-                me.handled.fetch_add(1, Ordering::Relaxed);
-            },
-        )?;
+        ctx.subscribe(&inbox, |me, m: &Numbered, _| {
+            me.ledger.handled("client", "server", m.0);
+            me.handled.fetch_add(1, Ordering::Relaxed);
+        })?;
         Ok(())
     }
 }

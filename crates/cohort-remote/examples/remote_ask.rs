@@ -44,7 +44,7 @@ struct Calculator;
 
 impl Agent for Calculator {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on_request(|_: &mut Self, q: &Add, _: &mut Context<'_, Self>| q.0 + q.1)?;
+        ctx.on_request(|_, q: &Add, _| q.0 + q.1)?;
         Ok(())
     }
 }

@@ -47,17 +47,14 @@ struct Greeter {
 impl Agent for Greeter {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         let inbox = self.inbox.clone();
-        ctx.subscribe(
-            &inbox,
-            |me: &mut Self, g: &Greeting, _: &mut Context<'_, Self>| {
-                if let Some(visitor) = me.node.peer(&g.from) {
-                    visitor.mbox("replies").send(Reply {
-                        n: g.n,
-                        text: format!("hello {}, this is greeting #{}", g.from, g.n),
-                    });
-                }
-            },
-        )?;
+        ctx.subscribe(&inbox, |me, g: &Greeting, _| {
+            if let Some(visitor) = me.node.peer(&g.from) {
+                visitor.mbox("replies").send(Reply {
+                    n: g.n,
+                    text: format!("hello {}, this is greeting #{}", g.from, g.n),
+                });
+            }
+        })?;
         Ok(())
     }
 }
@@ -71,12 +68,9 @@ struct Visitor {
 impl Agent for Visitor {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         let inbox = self.inbox.clone();
-        ctx.subscribe(
-            &inbox,
-            |me: &mut Self, r: &Reply, _: &mut Context<'_, Self>| {
-                let _ = me.tx.send(r.clone());
-            },
-        )?;
+        ctx.subscribe(&inbox, |me, r: &Reply, _| {
+            let _ = me.tx.send(r.clone());
+        })?;
         Ok(())
     }
 }

@@ -52,7 +52,7 @@
 //! impl Agent for Warehouse {
 //!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
 //!         let orders = self.orders.clone();
-//!         ctx.subscribe(&orders, |me: &mut Self, o: &Order, _: &mut Context<'_, Self>| {
+//!         ctx.subscribe(&orders, |me, o: &Order, _| {
 //!             me.seen.send(o.id).unwrap();
 //!         })?;
 //!         Ok(())

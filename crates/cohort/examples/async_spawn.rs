@@ -41,9 +41,7 @@ async fn echo(addr: SocketAddr, line: String) -> std::io::Result<String> {
 struct WordCounter;
 impl Agent for WordCounter {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on_request(|_: &mut Self, line: &String, _: &mut Context<'_, Self>| {
-            line.split_whitespace().count()
-        })?;
+        ctx.on_request(|_, line: &String, _| line.split_whitespace().count())?;
         Ok(())
     }
 }

@@ -43,17 +43,14 @@ struct Worker {
 impl Agent for Worker {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         let jobs = self.jobs.clone();
-        ctx.subscribe(
-            &jobs,
-            |me: &mut Self, job: &Job, _: &mut Context<'_, Self>| {
-                me.handled += 1;
-                if me.handled == 5 {
-                    panic!("worker #{} tripped on its 5th job", me.incarnation);
-                }
-                println!("worker #{}: job {}", me.incarnation, job.0);
-                me.client.send(Done(job.0));
-            },
-        )?;
+        ctx.subscribe(&jobs, |me, job: &Job, _| {
+            me.handled += 1;
+            if me.handled == 5 {
+                panic!("worker #{} tripped on its 5th job", me.incarnation);
+            }
+            println!("worker #{}: job {}", me.incarnation, job.0);
+            me.client.send(Done(job.0));
+        })?;
         Ok(())
     }
 }
@@ -81,28 +78,26 @@ impl Client {
 
 impl Agent for Client {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, d: &Done, ctx: &mut Context<'_, Self>| {
+        ctx.on(|me, d: &Done, ctx| {
             me.next = d.0 + 1;
             if me.next <= JOBS {
                 me.jobs.send(Job(me.next));
             }
             me.maybe_stop(ctx);
         })?;
-        ctx.on(|me: &mut Self, _: &PairDone, ctx: &mut Context<'_, Self>| {
+        ctx.on(|me, _: &PairDone, ctx| {
             me.pair_done = true;
             me.maybe_stop(ctx);
         })?;
-        ctx.on(
-            |me: &mut Self, e: &SupervisionEvent, _: &mut Context<'_, Self>| {
-                print_event(e);
-                if let SupervisionEvent::ChildStarted { child, .. } = e
-                    && &**child == "worker"
-                    && me.next <= JOBS
-                {
-                    me.jobs.send(Job(me.next));
-                }
-            },
-        )?;
+        ctx.on(|me, e: &SupervisionEvent, _| {
+            print_event(e);
+            if let SupervisionEvent::ChildStarted { child, .. } = e
+                && &**child == "worker"
+                && me.next <= JOBS
+            {
+                me.jobs.send(Job(me.next));
+            }
+        })?;
         Ok(())
     }
 }
@@ -147,21 +142,18 @@ struct Left {
 impl Agent for Left {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         let me_named = ctx.environment().named_mbox("left");
-        ctx.subscribe(
-            &me_named,
-            |me: &mut Self, _: &Pong, _: &mut Context<'_, Self>| {
-                me.pongs += 1;
-                println!("left #{}: pong {}", me.incarnation, me.pongs);
-                if me.pongs == 3 {
-                    if me.incarnation == 1 {
-                        panic!("left #1 dropped the ball");
-                    }
-                    me.client.send(PairDone);
-                } else {
-                    me.right.send(Ping);
+        ctx.subscribe(&me_named, |me, _: &Pong, _| {
+            me.pongs += 1;
+            println!("left #{}: pong {}", me.incarnation, me.pongs);
+            if me.pongs == 3 {
+                if me.incarnation == 1 {
+                    panic!("left #1 dropped the ball");
                 }
-            },
-        )?;
+                me.client.send(PairDone);
+            } else {
+                me.right.send(Ping);
+            }
+        })?;
         Ok(())
     }
     fn start(&mut self, _: &mut Context<'_, Self>) {
@@ -178,12 +170,9 @@ struct Right {
 impl Agent for Right {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         let me_named = ctx.environment().named_mbox("right");
-        ctx.subscribe(
-            &me_named,
-            |me: &mut Self, _: &Ping, _: &mut Context<'_, Self>| {
-                me.left.send(Pong);
-            },
-        )?;
+        ctx.subscribe(&me_named, |me, _: &Ping, _| {
+            me.left.send(Pong);
+        })?;
         Ok(())
     }
     fn start(&mut self, _: &mut Context<'_, Self>) {

@@ -118,7 +118,7 @@ type Sink = Box<dyn Fn(&TraceEvent<'_>) + Send + Sync + 'static>;
 /// struct Echo;
 /// impl Agent for Echo {
 ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-///         ctx.on(|_: &mut Self, _: &Ping, ctx: &mut Context<'_, Self>| ctx.stop_environment())?;
+///         ctx.on(|_, _: &Ping, ctx| ctx.stop_environment())?;
 ///         Ok(())
 ///     }
 /// }

@@ -55,11 +55,7 @@ struct Desk {
 
 impl Agent for Desk {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on_request(
-            |me: &mut Self, q: &PriceQuery, _: &mut Context<'_, Self>| -> Option<u64> {
-                me.prices.get(&q.0).copied()
-            },
-        )?;
+        ctx.on_request(|me, q: &PriceQuery, _| -> Option<u64> { me.prices.get(&q.0).copied() })?;
         ctx.on_request(
             |me: &mut Self,
              o: &Order,

@@ -58,7 +58,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// struct Countdown(u32);
     /// impl Agent for Countdown {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on(|me: &mut Self, _: &Tick, ctx: &mut Context<'_, Self>| {
+    ///         ctx.on(|me, _: &Tick, ctx| {
     ///             me.0 -= 1;
     ///             if me.0 == 0 { ctx.stop_environment() } else { ctx.send_self(Tick) }
     ///         })?;
@@ -194,7 +194,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// struct Len;
     /// impl Agent for Len {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on_request(|_: &mut Self, s: &String, _: &mut Context<'_, Self>| s.len())?;
+    ///         ctx.on_request(|_, s: &String, _| s.len())?;
     ///         Ok(())
     ///     }
     /// }
@@ -335,7 +335,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// impl Agent for Listener {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
     ///         let prices = ctx.environment().named_mbox("prices");
-    ///         ctx.subscribe(&prices, |_: &mut Self, p: &Price, ctx: &mut Context<'_, Self>| {
+    ///         ctx.subscribe(&prices, |_, p: &Price, ctx| {
     ///             assert_eq!(p.0, 42);
     ///             ctx.stop_environment();
     ///         })?;
@@ -383,7 +383,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// impl Agent for Cheap {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
     ///         let prices = ctx.environment().named_mbox("prices");
-    ///         ctx.subscribe(&prices, |_: &mut Self, p: &Price, ctx: &mut Context<'_, Self>| {
+    ///         ctx.subscribe(&prices, |_, p: &Price, ctx| {
     ///             assert!(p.0 < 10); // the expensive one never arrives
     ///             ctx.stop_environment();
     ///         })?;
@@ -456,7 +456,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// impl Agent for Slow {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
     ///         ctx.set_message_limits(MessageLimits::new().drop::<Tick>(2))?;
-    ///         ctx.on(|_: &mut Self, _: &Tick, _: &mut Context<'_, Self>| {})?;
+    ///         ctx.on(|_, _: &Tick, _| {})?;
     ///         Ok(())
     ///     }
     /// }

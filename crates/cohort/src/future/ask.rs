@@ -56,7 +56,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// struct Doubler;
     /// impl Agent for Doubler {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on_request(|_: &mut Self, n: &u64, _: &mut Context<'_, Self>| n * 2)?;
+    ///         ctx.on_request(|_, n: &u64, _| n * 2)?;
     ///         Ok(())
     ///     }
     /// }

@@ -19,7 +19,7 @@
 //! impl Agent for Reader {
 //!     fn start(&mut self, ctx: &mut Context<'_, Self>) {
 //!         ctx.spawn(async { "read from an async client" })
-//!             .then(|_: &mut Self, text: &str, ctx: &mut Context<'_, Self>| {
+//!             .then(|_, text: &str, ctx| {
 //!                 assert!(text.starts_with("read"));
 //!                 ctx.stop_environment();
 //!             })

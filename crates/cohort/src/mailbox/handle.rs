@@ -162,7 +162,7 @@ impl WeakMbox {
 /// struct Counter { seen: u64 }
 /// impl Agent for Counter {
 ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-///         ctx.on(|me: &mut Self, n: &u64, ctx: &mut Context<'_, Self>| {
+///         ctx.on(|me, n: &u64, ctx| {
 ///             me.seen += n;
 ///             if me.seen == 6 { ctx.stop_environment() }
 ///         })?;

@@ -78,8 +78,8 @@ struct Limit {
 ///                 .drop::<Heartbeat>(1)                  // one pending heartbeat is enough
 ///                 .default_drop(10_000),                 // everything else
 ///         )?;
-///         ctx.on(|_: &mut Self, _: &Job, _: &mut Context<'_, Self>| {})?;
-///         ctx.on(|_: &mut Self, _: &Heartbeat, _: &mut Context<'_, Self>| {})?;
+///         ctx.on(|_, _: &Job, _| {})?;
+///         ctx.on(|_, _: &Heartbeat, _| {})?;
 ///         Ok(())
 ///     }
 /// }
@@ -203,7 +203,7 @@ impl MessageLimits {
     ///             &self.rejections,
     ///             |o: &Order| Rejected { order: o.0 },
     ///         ))?;
-    ///         ctx.on(|_: &mut Self, _: &Order, _: &mut Context<'_, Self>| unreachable!())?;
+    ///         ctx.on(|_, _: &Order, _| unreachable!())?;
     ///         Ok(())
     ///     }
     /// }
@@ -211,7 +211,7 @@ impl MessageLimits {
     /// struct Desk;
     /// impl Agent for Desk {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on(|_: &mut Self, r: &Rejected, ctx: &mut Context<'_, Self>| {
+    ///         ctx.on(|_, r: &Rejected, ctx| {
     ///             assert_eq!(r.order, 7);
     ///             ctx.stop_environment();
     ///         })?;

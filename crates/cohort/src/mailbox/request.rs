@@ -352,7 +352,7 @@ impl<Reply> fmt::Debug for Responder<Reply> {
 /// struct Doubler;
 /// impl Agent for Doubler {
 ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-///         ctx.on_request(|_: &mut Self, n: &u64, _: &mut Context<'_, Self>| n * 2)?;
+///         ctx.on_request(|_, n: &u64, _| n * 2)?;
 ///         Ok(())
 ///     }
 /// }
@@ -496,7 +496,7 @@ impl Mbox {
     /// struct Echo;
     /// impl Agent for Echo {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on_request(|_: &mut Self, s: &String, _: &mut Context<'_, Self>| s.len())?;
+    ///         ctx.on_request(|_, s: &String, _| s.len())?;
     ///         Ok(())
     ///     }
     /// }

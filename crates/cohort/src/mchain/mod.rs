@@ -26,7 +26,7 @@
 //! struct Square { results: Mbox }
 //! impl Agent for Square {
 //!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-//!         ctx.on(|me: &mut Self, n: &u64, _: &mut Context<'_, Self>| me.results.send(n * n))?;
+//!         ctx.on(|me, n: &u64, _| me.results.send(n * n))?;
 //!         Ok(())
 //!     }
 //! }

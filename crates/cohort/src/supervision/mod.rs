@@ -54,7 +54,7 @@
 //! impl Agent for Worker {
 //!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
 //!         let jobs = self.jobs.clone();
-//!         ctx.subscribe(&jobs, |_: &mut Self, j: &Job, _: &mut Context<'_, Self>| {
+//!         ctx.subscribe(&jobs, |_, j: &Job, _| {
 //!             assert_ne!(j.0, 3, "job 3 fails");
 //!         })?;
 //!         Ok(())

@@ -40,14 +40,14 @@
 //! struct Ticker { ticks: u32, timer: Option<cohort::TimerHandle> }
 //! impl Agent for Ticker {
 //!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-//!         ctx.on(|me: &mut Self, _: &Tick, ctx: &mut Context<'_, Self>| {
+//!         ctx.on(|me, _: &Tick, ctx| {
 //!             me.ticks += 1;
 //!             if me.ticks == 3 {
 //!                 me.timer = None; // cancels the periodic timer
 //!                 ctx.send_delayed(&ctx.self_mbox(), Duration::from_millis(1), Timeout);
 //!             }
 //!         })?;
-//!         ctx.on(|_: &mut Self, _: &Timeout, ctx: &mut Context<'_, Self>| ctx.stop_environment())?;
+//!         ctx.on(|_, _: &Timeout, ctx| ctx.stop_environment())?;
 //!         Ok(())
 //!     }
 //!     fn start(&mut self, ctx: &mut Context<'_, Self>) {
@@ -295,7 +295,7 @@ impl Environment {
     /// struct Sleeper;
     /// impl Agent for Sleeper {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on(|_: &mut Self, w: &Wake, ctx: &mut Context<'_, Self>| {
+    ///         ctx.on(|_, w: &Wake, ctx| {
     ///             assert!(w.0.elapsed() >= Duration::from_millis(5));
     ///             ctx.stop_environment();
     ///         })?;
@@ -364,7 +364,7 @@ impl Environment {
     /// struct Counter(u32);
     /// impl Agent for Counter {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on(|me: &mut Self, _: &Tick, ctx: &mut Context<'_, Self>| {
+    ///         ctx.on(|me, _: &Tick, ctx| {
     ///             me.0 += 1;
     ///             if me.0 == 5 { ctx.stop_environment() }
     ///         })?;
@@ -411,7 +411,7 @@ impl<A: Agent> Context<'_, A> {
     /// struct Sleeper;
     /// impl Agent for Sleeper {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on(|_: &mut Self, _: &Alarm, ctx: &mut Context<'_, Self>| ctx.stop_environment())?;
+    ///         ctx.on(|_, _: &Alarm, ctx| ctx.stop_environment())?;
     ///         Ok(())
     ///     }
     ///     fn start(&mut self, ctx: &mut Context<'_, Self>) {

@@ -138,8 +138,8 @@ impl<'a, A: Agent> Context<'a, A> {
     ///         let paused = ctx.new_state("paused")?;
     ///         ctx.in_state(&running)
     ///             .on_enter(|me: &mut Self, _: &mut Context<'_, Self>| me.log.push("enter running"))?
-    ///             .on(move |me: &mut Self, _: &Work, _: &mut Context<'_, Self>| me.log.push("work"))?
-    ///             .on(move |_: &mut Self, _: &Pause, ctx: &mut Context<'_, Self>| {
+    ///             .on(move |me, _: &Work, _| me.log.push("work"))?
+    ///             .on(move |_, _: &Pause, ctx| {
     ///                 ctx.change_state(&paused).unwrap()
     ///             })?;
     ///         ctx.in_state(&paused).suppress::<Work>()?.on_enter(|me: &mut Self, ctx: &mut Context<'_, Self>| {
@@ -197,7 +197,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// impl Agent for Closed {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
     ///         let shut = ctx.new_state("shut")?; // handles nothing
-    ///         ctx.on_dead_letter_of(|_: &mut Self, late: &Late, ctx: &mut Context<'_, Self>| {
+    ///         ctx.on_dead_letter_of(|_, late: &Late, ctx| {
     ///             assert_eq!(late.0, 3);
     ///             ctx.stop_environment();
     ///         })?;
@@ -330,7 +330,7 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
     ///         let busy = ctx.new_state("busy")?;
     ///         // A request wakes the server up and is served in `busy`.
     ///         ctx.in_state(&idle).transfer_to_state::<Request>(&busy)?;
-    ///         ctx.in_state(&busy).on(move |_: &mut Self, r: &Request, ctx: &mut Context<'_, Self>| {
+    ///         ctx.in_state(&busy).on(move |_, r: &Request, ctx| {
     ///             assert!(ctx.is_in(&busy));
     ///             assert_eq!(r.0, 42);
     ///             ctx.stop_environment();
@@ -465,7 +465,7 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
     ///         let track2 = ctx.new_substate(&playing, "track 2")?;
     ///         let paused = ctx.new_state("paused")?;
     ///         ctx.in_state(&playing).history(History::Shallow)?;
-    ///         ctx.in_state(&track1).on(move |_: &mut Self, _: &Next, ctx: &mut Context<'_, Self>| {
+    ///         ctx.in_state(&track1).on(move |_, _: &Next, ctx| {
     ///             ctx.change_state(&track2).unwrap();
     ///             ctx.change_state(&paused).unwrap();
     ///             ctx.change_state(&playing).unwrap(); // back to track 2, not track 1
@@ -529,7 +529,7 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
     ///         let gave_up = ctx.new_state("gave up")?;
     ///         ctx.in_state(&waiting)
     ///             .time_limit(Duration::from_millis(5), &gave_up)?
-    ///             .on(|_: &mut Self, _: &Answer, _: &mut Context<'_, Self>| unreachable!())?;
+    ///             .on(|_, _: &Answer, _| unreachable!())?;
     ///         ctx.in_state(&gave_up)
     ///             .on_enter(|_: &mut Self, ctx: &mut Context<'_, Self>| ctx.stop_environment())?;
     ///         ctx.change_state(&waiting)?; // nobody answers

@@ -22,12 +22,12 @@
 //!     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
 //!         let off = ctx.new_state("off")?;
 //!         let on = ctx.new_state("on")?;
-//!         ctx.in_state(&off).on(move |me: &mut Self, _: &Toggle, ctx: &mut Context<'_, Self>| {
+//!         ctx.in_state(&off).on(move |me, _: &Toggle, ctx| {
 //!             me.flips += 1;
 //!             ctx.change_state(&on).unwrap();
 //!             ctx.send_self(Toggle);
 //!         })?;
-//!         ctx.in_state(&on).on(move |me: &mut Self, _: &Toggle, ctx: &mut Context<'_, Self>| {
+//!         ctx.in_state(&on).on(move |me, _: &Toggle, ctx| {
 //!             me.flips += 1;
 //!             ctx.change_state(&off).unwrap();
 //!             if me.flips < 10 { ctx.send_self(Toggle) } else { ctx.stop_environment() }

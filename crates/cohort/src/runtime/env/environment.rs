@@ -229,7 +229,7 @@ impl Environment {
     /// struct Monitor;
     /// impl Agent for Monitor {
     ///     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-    ///         ctx.on(|_: &mut Self, s: &RuntimeStats, ctx: &mut Context<'_, Self>| {
+    ///         ctx.on(|_, s: &RuntimeStats, ctx| {
     ///             assert!(s.coops >= 1);
     ///             ctx.stop_environment();
     ///         })?;
