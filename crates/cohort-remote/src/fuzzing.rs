@@ -2,7 +2,7 @@
 //! on stable: each feeds bytes a peer could send to the code that reads them off the
 //! network, and panics only when an invariant of that code fails.
 //!
-//! Not a stable API: it exists for `fuzz/` and `tests/fuzz_corpus.rs`.
+//! Not a stable API: it exists for `fuzz/` and `tests/bad_input/fuzz_corpus.rs`.
 
 use crate::defaults::{MAX_NAME_BYTES, PROTOCOL_VERSION};
 use crate::frame::{self, Frame};

@@ -2,7 +2,7 @@
 //! under load, failures become counted dead letters, silent peers are declared down within
 //! the detector's bound, dialled peers are reconnected, a graceful shutdown flushes.
 
-mod common;
+use crate::common;
 
 use cohort::{DeliveryFailure, Environment};
 use cohort_remote::phi::PhiConfig;

@@ -4,7 +4,7 @@
 //! The peer is the `two_processes` example in its `serve` mode, which cargo builds with the
 //! tests.
 
-mod common;
+use crate::common;
 
 use cohort::Environment;
 use cohort_remote::phi::PhiConfig;

@@ -2,7 +2,7 @@
 //! timeout, the remote side's reason for no reply, or the connection's break comes back
 //! once, as an event of the asking agent. Two nodes in one process, on loopback.
 
-mod common;
+use crate::common;
 
 use cohort::{
     Agent, Context, DefineError, DeregReason, Environment, Mbox, Request, RequestError, Responder,

@@ -2,7 +2,7 @@
 //! certificate not trusted, or one for another name is refused with its reason and counted,
 //! and the listener goes on serving its other peers.
 
-mod common;
+use crate::common;
 
 use cohort::Environment;
 use cohort_remote::rustls::pki_types::{CertificateDer, PrivateKeyDer};

@@ -2,7 +2,7 @@
 //! mid-stream, every message handled once or counted, none lost uncounted, none duplicated,
 //! and each sender's messages handled in order.
 
-mod common;
+use crate::common;
 
 use cohort::testing::ledger::Ledger;
 use cohort::{Agent, Context, DeadLetter, DefineError, Environment, Mbox};

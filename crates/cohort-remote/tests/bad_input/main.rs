@@ -1,7 +1,12 @@
-//! Malformed input closes that one connection with a specific, counted reason; the node
-//! serves its other connections on, and nothing panics.
+//! Malformed and hostile input: malformed bytes close that one connection with a specific,
+//! counted reason while the node serves its other connections on and nothing panics; the
+//! per-connection guards (`guard`); the fuzz targets' corpus replayed on stable
+//! (`fuzz_corpus`).
 
+#[path = "../common/mod.rs"]
 mod common;
+mod fuzz_corpus;
+mod guard;
 
 use cohort::Environment;
 use cohort_remote::defaults::PROTOCOL_VERSION;

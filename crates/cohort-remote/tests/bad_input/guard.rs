@@ -3,7 +3,7 @@
 //! to an exported mailbox is refused with a reason the sender sees, connections and
 //! handshakes are capped, repeated warnings are suppressed and counted.
 
-mod common;
+use crate::common;
 
 use cohort::{DeliveryFailure, Environment};
 use cohort_remote::defaults::{PROTOCOL_VERSION, READ_BUFFER_BYTES, WARNINGS_PER_WINDOW};

@@ -2,7 +2,7 @@
 //! the receiving node itself is its local mailbox; one to a node the receiver does not know
 //! gives counted dead letters; one decoded outside a node is a decoding error.
 
-mod common;
+use crate::common;
 
 use cohort::DeliveryFailure;
 use cohort_remote::{MboxRef, Node, NodeConfig, Registry, RemoteError};
