@@ -323,3 +323,26 @@ pub fn poll_until(limit: Duration, cond: impl Fn() -> bool) -> bool {
         std::thread::yield_now();
     }
 }
+
+/// A gate the test opens once: every handler waiting on it goes on.
+#[derive(Default)]
+pub struct Latch {
+    open: Mutex<bool>,
+    cv: std::sync::Condvar,
+}
+
+impl Latch {
+    /// Waits until the gate is open (or the scaled test time limit has passed: a test that
+    /// never opens it fails on its watchdog, and the worker goes on eventually).
+    pub fn wait(&self) {
+        let open = self.open.lock().unwrap();
+        let timeout = TIMEOUT * scale();
+        let _ = self.cv.wait_timeout_while(open, timeout, |open| !*open);
+    }
+
+    /// Opens the gate.
+    pub fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+}

@@ -4,14 +4,14 @@
 //! message-limit, message-chain and timer paths, and for the 1:N messages kept for agents
 //! whose registration failed.
 
-use crate::common::{self, TIMEOUT};
+use crate::common::{self, Latch, TIMEOUT};
 use cohort::mchain::{MchainParams, Overflow};
 use cohort::{
     Agent, Context, DeadLetter, DefineError, DeliveryFailure, Environment, Mbox, MboxId,
     MessageLimits, OneThreadBuilder, WrappedEnv,
 };
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The message of these tests.
@@ -67,25 +67,6 @@ fn letter(reason: DeliveryFailure, mbox: MboxId, agent: Option<MboxId>, n: u32) 
         mbox: Some(mbox),
         agent,
         tick: Some(Tick(n)),
-    }
-}
-
-/// A gate opened once.
-#[derive(Default)]
-struct Latch {
-    open: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Latch {
-    fn wait(&self) {
-        let open = self.open.lock().unwrap();
-        let _ = self.cv.wait_timeout_while(open, TIMEOUT, |open| !*open);
-    }
-
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.cv.notify_all();
     }
 }
 

@@ -20,37 +20,16 @@
 //!   is lost.
 
 use crate::common::dispatchers::{self, Kind};
-use crate::common::{self, DeadLetters};
+use crate::common::{self, DeadLetters, Latch};
 use cohort::{
     ActiveGroupBuilder, Agent, Binder, Context, Coop, DefineError, DeliveryFailure, DeregReason,
     Environment, Mbox, MessageLimits, WrappedEnv,
 };
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-/// A gate the test opens once: every handler waiting on it goes on.
-#[derive(Default)]
-struct Latch {
-    open: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Latch {
-    fn wait(&self) {
-        let open = self.open.lock().unwrap();
-        // A test that never opens it fails on its watchdog; the worker goes on eventually.
-        let timeout = common::TIMEOUT * common::scale();
-        let _ = self.cv.wait_timeout_while(open, timeout, |open| !*open);
-    }
-
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.cv.notify_all();
-    }
-}
 
 fn start() -> (WrappedEnv, DeadLetters) {
     let (builder, dead) = DeadLetters::builder();
@@ -495,6 +474,30 @@ impl Stage {
         }
     }
 
+    /// After [`Stage::send`] to subjects that deregistered: every direct ping is a
+    /// `ReceiverGone` dead letter; every published ping reaches the witness only, with no
+    /// dead letter.
+    fn expect_subjects_unreached(
+        &self,
+        how: How,
+        direct: &[Mbox],
+        witness: &Receiver<usize>,
+        what: &str,
+    ) {
+        match how {
+            How::Direct => assert_eq!(
+                self.dead.of::<Ping>(),
+                vec![DeliveryFailure::ReceiverGone; SENDS * direct.len()],
+                "{what}"
+            ),
+            How::OneToMany(_) => {
+                let got = common::recv_n(witness, SENDS, "the witness's pings");
+                assert_eq!(got, (0..SENDS).collect::<Vec<_>>(), "{what}");
+                assert_eq!(self.dead.of::<Ping>(), vec![], "{what}");
+            }
+        }
+    }
+
     /// Receives `n` events, and gives them per subject in arrival order.
     fn events(&self, n: usize) -> BTreeMap<usize, Vec<Event>> {
         let mut by_subject: BTreeMap<usize, Vec<Event>> = BTreeMap::new();
@@ -673,18 +676,7 @@ fn finishing(kind: Kind, how: How) {
     handle.deregister(DeregReason::Normal);
     stage.send(how, &direct);
     let what = format!("{kind:?}/{how:?}");
-    match how {
-        How::Direct => assert_eq!(
-            stage.dead.of::<Ping>(),
-            vec![DeliveryFailure::ReceiverGone; SENDS * direct.len()],
-            "{what}"
-        ),
-        How::OneToMany(_) => {
-            let got = common::recv_n(&witness, SENDS, "the witness's pings");
-            assert_eq!(got, (0..SENDS).collect::<Vec<_>>(), "{what}");
-            assert_eq!(stage.dead.of::<Ping>(), vec![], "{what}");
-        }
-    }
+    stage.expect_subjects_unreached(how, &direct, &witness, &what);
     stage.latch.open();
     let events = stage.events(direct.len() * 2);
     for id in 0..direct.len() {
@@ -741,18 +733,7 @@ fn gone(kind: Kind, how: How) {
     common::wait_until(|| handle.is_gone());
     stage.send(how, &direct);
     let what = format!("{kind:?}/{how:?}");
-    match how {
-        How::Direct => assert_eq!(
-            stage.dead.of::<Ping>(),
-            vec![DeliveryFailure::ReceiverGone; SENDS * direct.len()],
-            "{what}"
-        ),
-        How::OneToMany(_) => {
-            let got = common::recv_n(&witness, SENDS, "the witness's pings");
-            assert_eq!(got, (0..SENDS).collect::<Vec<_>>(), "{what}");
-            assert_eq!(stage.dead.of::<Ping>(), vec![], "{what}");
-        }
-    }
+    stage.expect_subjects_unreached(how, &direct, &witness, &what);
     assert!(stage.events.try_recv().is_err(), "{what}: a gone agent ran");
     stage.env.stop_and_wait();
 }
