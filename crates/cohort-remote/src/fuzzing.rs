@@ -604,3 +604,49 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     }));
     out
 }
+
+/// The fuzz workspace (`fuzz/` at the repository root), from a crate's `CARGO_MANIFEST_DIR`.
+pub fn fuzz_dir(manifest_dir: &str) -> std::path::PathBuf {
+    std::path::Path::new(manifest_dir).join("../../fuzz")
+}
+
+/// Feeds every file of `corpus/<target>/` and `regressions/<target>/` under `fuzz_dir` to
+/// `entry`, as the fuzz target does; panics naming the first input that fails the target's
+/// invariants. Returns how many inputs it fed.
+pub fn replay(fuzz_dir: &std::path::Path, target: &str, entry: fn(&[u8])) -> usize {
+    let mut fed = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(files) = std::fs::read_dir(fuzz_dir.join(dir).join(target)) else {
+            continue;
+        };
+        for file in files {
+            let path = file.expect("a readable directory").path();
+            let data = std::fs::read(&path).expect("a readable file");
+            let run = std::panic::catch_unwind(|| entry(&data));
+            assert!(run.is_ok(), "{} fails its invariants", path.display());
+            fed += 1;
+        }
+    }
+    fed
+}
+
+/// Checks that the committed seed corpus under `fuzz_dir` is `seeds` (target, file name,
+/// bytes); with `COHORT_WRITE_SEEDS` set, writes them first.
+pub fn check_seeds(fuzz_dir: &std::path::Path, seeds: Vec<(&'static str, String, Vec<u8>)>) {
+    let write = std::env::var_os("COHORT_WRITE_SEEDS").is_some();
+    for (target, name, bytes) in seeds {
+        let path = fuzz_dir.join("corpus").join(target).join(&name);
+        if write {
+            std::fs::create_dir_all(path.parent().expect("a corpus folder"))
+                .expect("a writable corpus folder");
+            std::fs::write(&path, &bytes).expect("a writable corpus file");
+        }
+        let committed = std::fs::read(&path).unwrap_or_default();
+        assert_eq!(
+            committed,
+            bytes,
+            "{} is not the generator's",
+            path.display()
+        );
+    }
+}
