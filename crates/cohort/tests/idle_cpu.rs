@@ -99,7 +99,7 @@ fn rally(env: &cohort::Environment, binder: cohort::Binder, hops: u32, done: &Se
 fn idle_dispatchers_stop_consuming_cpu() {
     watchdog(TIMEOUT, || {
         let pairs = 8;
-        let hops = common::count(5_000) as u32;
+        let hops = common::count(500) as u32;
         let env = cohort::Environment::builder().start().unwrap();
         let (done_tx, done_rx) = mpsc::channel();
         // `pairs` rallies on each pool, one on each single-thread kind.

@@ -222,10 +222,12 @@ mod tests {
                 (Mailbox::Direct, true),
             ] {
                 let d = Placement::of(d);
-                let o = crate::watchdog::within(20, move || run_once(2_000, d, true, m, limits));
+                // Few round trips: on a thread per agent each one is two wake-ups, slow when
+                // the test shares busy cores.
+                let o = crate::watchdog::within(20, move || run_once(200, d, true, m, limits));
                 let o = o.unwrap();
-                assert_eq!(o.round_trips, 2_000);
-                assert_eq!(o.latency.map(|h| h.len()), Some(2_000));
+                assert_eq!(o.round_trips, 200);
+                assert_eq!(o.latency.map(|h| h.len()), Some(200));
             }
         }
     }
