@@ -4,7 +4,7 @@ use super::{params, round_trip_metrics, sampled};
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
-use crate::scenarios::async_interop;
+use crate::scenarios::async_interop::{self, AskLayout};
 use clap::Args;
 use serde_json::json;
 use std::time::Duration;
@@ -58,9 +58,14 @@ pub struct AsyncAskArgs {
     /// Asks, one at a time.
     #[arg(long, default_value_t = 200_000)]
     pub count: u64,
-    /// Threads: 1 (both agents on one) or 2 (the responder on its own); a list runs each.
+    /// Threads: 1 or 2; a list runs each.
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub threads: Vec<usize>,
+    /// Where the two agents run on those threads: `dedicated` (on 2 threads the responder
+    /// has a thread of its own) or `pool` (both on a `thread_pool` of that many workers,
+    /// which places them).
+    #[arg(long, value_enum, default_value_t = AskLayout::Dedicated)]
+    pub layout: AskLayout,
     /// Each ask's timeout in ms (0: no timeout; a timeout schedules and cancels a timer per
     /// ask).
     #[arg(long = "timeout-ms", default_value_t = 1000)]
@@ -73,20 +78,25 @@ pub fn async_ask_records(a: &AsyncAskArgs, runs: usize, machine: &Machine) -> Ve
     let timeout = (a.timeout_ms > 0).then(|| Duration::from_millis(a.timeout_ms));
     let mut out = Vec::new();
     for &threads in &a.threads {
+        let layout = match a.layout {
+            AskLayout::Dedicated => "",
+            AskLayout::Pool => " on a thread_pool",
+        };
         let variant = match timeout {
             Some(_) => format!(
-                "agent -> agent, {threads} thread(s), timeout {} ms",
+                "agent -> agent, {threads} thread(s){layout}, timeout {} ms",
                 a.timeout_ms
             ),
-            None => format!("agent -> agent, {threads} thread(s), no timeout"),
+            None => format!("agent -> agent, {threads} thread(s){layout}, no timeout"),
         };
         let p = params(json!({
             "count": a.count,
             "threads": threads,
+            "layout": format!("{:?}", a.layout).to_lowercase(),
             "timeout_ms": a.timeout_ms,
         }));
         out.extend(sampled("async-ask", &variant, &p, runs, machine, || {
-            let o = async_interop::async_ask_once(a.count, threads, timeout)?;
+            let o = async_interop::async_ask_once(a.count, threads, a.layout, timeout)?;
             Ok(round_trip_metrics(o.count, o.elapsed, &o.latency))
         }));
     }

@@ -16,6 +16,7 @@ use crate::commands::state_switch::StateSwitchArgs;
 use crate::commands::thread_ring::ThreadRingArgs;
 use crate::commands::timers::TimersArgs;
 use crate::commands::{idle_cpu, latency, locality, remote_ping_pong};
+use crate::scenarios::async_interop::AskLayout;
 use crate::scenarios::{
     Dispatcher, FifoArg, Placement, fan_out, ping_pong, producer_consumer, self_send, thread_ring,
     timers,
@@ -208,7 +209,8 @@ fn chain_steps(requests: u64, messages: u64) -> Vec<Step> {
     plan
 }
 
-/// Agents' futures and asks: `futures` spawned and delivered, `asks` on one and two threads.
+/// Agents' futures and asks: `futures` spawned and delivered, `asks` on one and two threads
+/// and on a pool of two.
 fn async_steps(futures: u64, asks: u64) -> Vec<Step> {
     vec![
         Step::SpawnDeliver(SpawnDeliverArgs {
@@ -220,6 +222,13 @@ fn async_steps(futures: u64, asks: u64) -> Vec<Step> {
         Step::AsyncAsk(AsyncAskArgs {
             count: asks,
             threads: vec![1, 2],
+            layout: AskLayout::Dedicated,
+            timeout_ms: 1000,
+        }),
+        Step::AsyncAsk(AsyncAskArgs {
+            count: asks,
+            threads: vec![2],
+            layout: AskLayout::Pool,
             timeout_ms: 1000,
         }),
     ]

@@ -6,10 +6,13 @@
 //!   completions per second and peak RSS.
 //! - `async-ask`: one agent asks another (`Context::request(..).then(..)`), the reply coming
 //!   back as an event of the asker, which asks again from that handler; both agents on one
-//!   thread or each on its own: round trips per second and round-trip latency percentiles.
+//!   thread, each on its own, or both on a pool that places them: round trips per second and
+//!   round-trip latency percentiles.
 
+use cohort::dispatcher::{Fifo, PoolBindParams};
 use cohort::{
-    Agent, Context, DefineError, Environment, Mbox, OneThreadBuilder, RequestError, WrappedEnv,
+    Agent, Binder, Context, DefineError, Environment, Mbox, OneThreadBuilder, RequestError,
+    ThreadPoolBuilder, WrappedEnv,
 };
 use hdrhistogram::Histogram;
 use std::sync::mpsc::{self, Sender};
@@ -176,11 +179,52 @@ pub struct AskOutcome {
     pub latency: Histogram<u64>,
 }
 
-/// `count` asks, one at a time, from one agent to another: both on the default dispatcher's
-/// thread (`threads` 1) or the responder on a `one_thread` dispatcher of its own (2).
+/// Where `async-ask`'s two agents run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AskLayout {
+    /// One thread: both on the default dispatcher's thread; two: the responder on a
+    /// `one_thread` dispatcher of its own (as the peers' answerer on an arbiter or a thread
+    /// of its own), so every ask and every reply crosses between two threads.
+    Dedicated,
+    /// Both on one `thread_pool` of that many workers, each agent with a queue of its own:
+    /// the pool decides where each runs (as a tokio runtime places the peers' actors), and
+    /// its hand-off slot keeps a request and its reply on the worker that sent it.
+    Pool,
+}
+
+/// The binders of the responder and of the asker for `threads` threads laid out as `layout`.
+fn ask_binders(
+    env: &Environment,
+    threads: usize,
+    layout: AskLayout,
+) -> Result<(Binder, Binder), String> {
+    match layout {
+        AskLayout::Dedicated if threads == 1 => Ok((env.default_binder(), env.default_binder())),
+        AskLayout::Dedicated => {
+            let own = OneThreadBuilder::new()
+                .name("responder")
+                .build(env)
+                .map_err(|e| e.to_string())?;
+            Ok((own.binder(), env.default_binder()))
+        }
+        AskLayout::Pool => {
+            let pool = ThreadPoolBuilder::new()
+                .name("ask-pool")
+                .threads(threads)
+                .build(env)
+                .and_then(|p| p.pool_binder(PoolBindParams::new().fifo(Fifo::Individual)))
+                .map_err(|e| e.to_string())?;
+            Ok((pool.clone(), pool))
+        }
+    }
+}
+
+/// `count` asks, one at a time, from one agent to another on `threads` threads (1 or 2)
+/// laid out as `layout`.
 pub fn async_ask_once(
     count: u64,
     threads: usize,
+    layout: AskLayout,
     timeout: Option<Duration>,
 ) -> Result<AskOutcome, String> {
     if count == 0 {
@@ -190,20 +234,16 @@ pub fn async_ask_once(
         return Err("--threads takes 1 or 2".into());
     }
     let env = start(1)?;
+    let (responder, asker) = ask_binders(&env, threads, layout)?;
     let mut coop = env.new_coop();
-    if threads == 2 {
-        let own = OneThreadBuilder::new()
-            .name("responder")
-            .build(&env)
-            .map_err(|e| e.to_string())?;
-        coop.set_binder(own.binder());
-    }
+    coop.set_binder(responder);
     let to = coop.add(Responder).mbox();
     env.register_coop(coop).map_err(|e| e.to_string())?;
     let (tx, rx) = mpsc::channel();
     let latency =
         Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
     let mut coop = env.new_coop();
+    coop.set_binder(asker);
     coop.add(Asker {
         to,
         left: count,
@@ -237,9 +277,12 @@ mod tests {
 
     #[test]
     fn async_ask_counts_every_round_trip() {
-        for threads in [1, 2] {
-            let o = async_ask_once(100, threads, Some(Duration::from_secs(10))).unwrap();
-            assert_eq!(o.latency.len(), 100);
+        for layout in [AskLayout::Dedicated, AskLayout::Pool] {
+            for threads in [1, 2] {
+                let o =
+                    async_ask_once(100, threads, layout, Some(Duration::from_secs(10))).unwrap();
+                assert_eq!(o.latency.len(), 100);
+            }
         }
     }
 }

@@ -3,10 +3,12 @@
 //!
 //! Keyed by the agent's cell address, in shards under short locks: the agent's own thread
 //! adds an entry when it spawns and removes it when it handles the output, so an agent that
-//! never spawns has no entry and its cell carries nothing for this.
+//! never spawns has no entry and its cell carries nothing for this. The maps hash their
+//! keys (cell addresses, sequential ids) with [`IdHasher`].
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -17,18 +19,53 @@ pub(crate) type Deferred = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 const SHARDS: usize = 16;
 
+/// Hashes an integer key with one folded multiply: the table's keys are addresses and
+/// sequential ids, never chosen by an adversary, so SipHash's protection would only add cost
+/// to every spawn and every delivered output.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+/// An odd constant with well-spread bits (2^64 divided by the golden ratio).
+const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // The high half of the product carries every key bit into the low bits that pick
+        // the bucket; the low half, into the top bits that tag it.
+        let full = u128::from(self.0 ^ n) * u128::from(MULTIPLIER);
+        self.0 = (full as u64) ^ ((full >> 64) as u64);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by an address or an id.
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
 /// One agent's futures.
 #[derive(Default)]
 struct AgentFutures {
     next_id: u64,
-    running: HashMap<u64, AbortHandle>,
+    running: IdMap<u64, AbortHandle>,
     deferred: Vec<(u64, Deferred)>,
 }
 
 /// The futures of every agent of one environment.
 #[derive(Default)]
 pub(crate) struct FutureTable {
-    shards: [Mutex<HashMap<usize, AgentFutures>>; SHARDS],
+    shards: [Mutex<IdMap<usize, AgentFutures>>; SHARDS],
     /// Spawned and neither delivered nor cancelled.
     in_flight: AtomicUsize,
     /// Cancelled because their agent finished (or the environment stopped) first.
@@ -36,7 +73,7 @@ pub(crate) struct FutureTable {
 }
 
 impl FutureTable {
-    fn shard(&self, agent: usize) -> std::sync::MutexGuard<'_, HashMap<usize, AgentFutures>> {
+    fn shard(&self, agent: usize) -> std::sync::MutexGuard<'_, IdMap<usize, AgentFutures>> {
         // Cells are at least 64-byte apart: skip the low bits that never differ.
         self.shards[(agent >> 6) % SHARDS]
             .lock()
@@ -151,5 +188,39 @@ impl FutureTable {
     /// Futures cancelled so far.
     pub(crate) fn cancelled(&self) -> u64 {
         self.cancelled.load(Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+    use std::hash::BuildHasher;
+
+    /// How many of `buckets` (a power of two) the keys' hashes land in.
+    fn buckets_hit(keys: impl Iterator<Item = u64>, buckets: u64) -> usize {
+        let build = BuildHasherDefault::<IdHasher>::default();
+        keys.map(|k| build.hash_one(k) & (buckets - 1))
+            .collect::<HashSet<_>>()
+            .len()
+    }
+
+    #[test]
+    fn sequential_ids_and_cell_addresses_spread_over_the_buckets() {
+        // Random keys would hit about 63 % of as many buckets as keys.
+        let ids = buckets_hit(1..=4096, 4096);
+        let addresses = buckets_hit((0..4096).map(|i| 0x7f00_0000_0000 + i * 128), 4096);
+        assert!(ids > 2400, "sequential ids hit {ids} of 4096 buckets");
+        assert!(
+            addresses > 2400,
+            "addresses hit {addresses} of 4096 buckets"
+        );
+    }
+
+    #[test]
+    fn the_tag_bits_differ_between_neighbouring_ids() {
+        let build = BuildHasherDefault::<IdHasher>::default();
+        let tags: HashSet<u64> = (1..=1024u64).map(|k| build.hash_one(k) >> 57).collect();
+        assert!(tags.len() > 100, "only {} of 128 tags used", tags.len());
     }
 }
