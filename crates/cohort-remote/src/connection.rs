@@ -143,8 +143,9 @@ pub(crate) fn install(
 }
 
 /// Ends `conn` (once): what it wrote and the peer did not acknowledge is in doubt, the peer
-/// is down, its queued messages are undeliverable, subscribers hear [`NodeDown`], and a
-/// peer this node dialled is dialled again with backoff.
+/// is down, its queued messages are undeliverable, subscribers hear [`NodeDown`], a peer
+/// this node dialled is dialled again with backoff, and one that dialled this node is
+/// forgotten if nothing holds it.
 pub(crate) fn lost(peer: &Arc<PeerShared>, conn: &Arc<ConnState>, reason: String) {
     if !conn.end() {
         return;
@@ -185,6 +186,7 @@ pub(crate) fn lost(peer: &Arc<PeerShared>, conn: &Arc<ConnState>, reason: String
     {
         node.handle.spawn(reconnect(peer.clone(), addr));
     }
+    node.forget_if_unused(peer);
 }
 
 /// Dials `addr` again until it answers as the same node, doubling the wait each time.

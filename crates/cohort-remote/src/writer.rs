@@ -410,7 +410,7 @@ pub(crate) async fn writer(
                     && !peer_bye
                     && n == 0
                     && st.buf.is_empty()
-                    && peer.queue.len() == 0
+                    && peer.queue.is_empty()
                     && peer.closing.load(Ordering::Acquire);
                 if closing {
                     frame::encode_bye(&mut st.buf);
@@ -444,7 +444,7 @@ pub(crate) async fn writer(
                     wr.writable().await.map_err(|e| e.to_string())?;
                 }
             } else if idle
-                && peer.queue.len() == 0
+                && peer.queue.is_empty()
                 // Closing with an Ack just flushed: go round again to write Bye, not park
                 // until a heartbeat that would put bytes before it again.
                 && !peer.closing.load(Ordering::Acquire)
