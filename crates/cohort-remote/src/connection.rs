@@ -27,7 +27,7 @@ pub(crate) struct ConnState {
     pub(crate) ack: AckState,
     /// Messages of the peer this node refused ([`Access`](crate::Access)), in the order
     /// read, for the writer to report right before the `Ack` that covers them.
-    pub(crate) denied: std::sync::Mutex<std::collections::VecDeque<crate::reader::Denial>>,
+    pub(crate) denied: std::sync::Mutex<std::collections::VecDeque<crate::denial::Denial>>,
     /// Set when `denied` got entries: one load per batch tells the writer to look.
     pub(crate) denied_waiting: AtomicBool,
 }
