@@ -192,7 +192,8 @@ impl NodeConfig {
     }
 
     /// Messages queued per peer before [`NodeConfig::overflow`] applies
-    /// ([`OUTBOUND_CAPACITY`](defaults::OUTBOUND_CAPACITY)).
+    /// ([`OUTBOUND_CAPACITY`](defaults::OUTBOUND_CAPACITY)). A bound, not a reservation: the
+    /// queue's memory follows what it holds.
     pub fn outbound_capacity(mut self, messages: usize) -> Self {
         self.outbound_capacity = messages;
         self

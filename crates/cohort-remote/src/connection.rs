@@ -27,7 +27,7 @@ pub(crate) struct ConnState {
     pub(crate) ack: AckState,
     /// Messages of the peer this node refused ([`Access`](crate::Access)), in the order
     /// read, for the writer to report right before the `Ack` that covers them.
-    pub(crate) denied: std::sync::Mutex<std::collections::VecDeque<crate::reader::Denial>>,
+    pub(crate) denied: std::sync::Mutex<std::collections::VecDeque<crate::denial::Denial>>,
     /// Set when `denied` got entries: one load per batch tells the writer to look.
     pub(crate) denied_waiting: AtomicBool,
 }
@@ -143,8 +143,9 @@ pub(crate) fn install(
 }
 
 /// Ends `conn` (once): what it wrote and the peer did not acknowledge is in doubt, the peer
-/// is down, its queued messages are undeliverable, subscribers hear [`NodeDown`], and a
-/// peer this node dialled is dialled again with backoff.
+/// is down, its queued messages are undeliverable, subscribers hear [`NodeDown`], a peer
+/// this node dialled is dialled again with backoff, and one that dialled this node is
+/// forgotten if nothing holds it.
 pub(crate) fn lost(peer: &Arc<PeerShared>, conn: &Arc<ConnState>, reason: String) {
     if !conn.end() {
         return;
@@ -185,6 +186,7 @@ pub(crate) fn lost(peer: &Arc<PeerShared>, conn: &Arc<ConnState>, reason: String
     {
         node.handle.spawn(reconnect(peer.clone(), addr));
     }
+    node.forget_if_unused(peer);
 }
 
 /// Dials `addr` again until it answers as the same node, doubling the wait each time.

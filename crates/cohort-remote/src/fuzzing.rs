@@ -364,8 +364,7 @@ impl Fed {
                     more,
                 } = decode_turn(node, &mut inbound, &mut detector, &buf);
                 // What the reader hands to the writer and counts after a turn.
-                inbound.refusals.clear();
-                inbound.denied_ready.clear();
+                inbound.denials.forget_turn();
                 fed.consumed += consumed;
                 fed.messages += messages;
                 if bye || error.is_some() {

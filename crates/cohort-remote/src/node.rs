@@ -8,7 +8,7 @@ use crate::connection;
 use crate::error::{HandshakeError, RemoteError};
 use crate::guard::{Access, Admission, Sources};
 use crate::mbox_ref::MboxRef;
-use crate::peer::{CLOSED, PeerShared, RemoteNode};
+use crate::peer::{CLOSED, PeerHandle, PeerShared, RemoteNode};
 use crate::reader::Target;
 use crate::registry::Registry;
 use crate::stats::{Counters, NodeStats};
@@ -114,21 +114,47 @@ impl NodeShared {
         self.peers_changed.notify_all();
     }
 
-    /// The peer named `name`, if it ever connected (or was connected to).
-    pub(crate) fn known_peer(&self, name: &str) -> Option<Arc<PeerShared>> {
+    /// The peer named `name`, if this node keeps its entry.
+    pub(crate) fn known_peer(&self, name: &str) -> Option<PeerHandle> {
         self.peers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
-            .cloned()
+            .map(|p| PeerHandle::new(p.clone()))
     }
 
-    fn peer_entry(self: &Arc<Self>, name: &str, dial_addr: Option<String>) -> Arc<PeerShared> {
+    /// The entry of the peer named `name`, made if there is none; the handle keeps it while
+    /// a connection is installed on it.
+    fn peer_entry(self: &Arc<Self>, name: &str, dial_addr: Option<String>) -> PeerHandle {
         let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
-        peers
-            .entry(name.to_string())
-            .or_insert_with(|| Arc::new(PeerShared::new(name.to_string(), self.clone(), dial_addr)))
-            .clone()
+        let peer = peers.entry(name.to_string()).or_insert_with(|| {
+            Arc::new(PeerShared::new(name.to_string(), self.clone(), dial_addr))
+        });
+        PeerHandle::new(peer.clone())
+    }
+
+    /// Removes the entry of a peer that dialled this node if it is down and no handle to it
+    /// is left (no [`RemoteNode`], no proxy): nothing could send to it, and it would come
+    /// back as a new entry. A peer this node dialled stays, to be dialled again.
+    pub(crate) fn forget_if_unused(&self, peer: &Arc<PeerShared>) {
+        if peer.dial_addr.is_some() {
+            return;
+        }
+        // Under the lock every handle is made under: none can appear while this decides.
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        if !peer.unheld()
+            || peer.is_up()
+            || peer
+                .conn
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some()
+        {
+            return;
+        }
+        if peers.get(&peer.name).is_some_and(|p| Arc::ptr_eq(p, peer)) {
+            peers.remove(&peer.name);
+        }
     }
 }
 
@@ -260,7 +286,7 @@ async fn accept_loop(node: Arc<NodeShared>, listener: TcpListener) {
                     if peer.status.load(Ordering::Acquire) == CLOSED {
                         return;
                     }
-                    connection::install(&peer, stream, buf, Some(admission));
+                    connection::install(peer.arc(), stream, buf, Some(admission));
                 }
                 Err(e) => {
                     tracing::debug!(node = %node.config.name, %from, reason = %e, "connection dropped");
@@ -466,11 +492,40 @@ impl Node {
         let addr = addr.to_string();
         let (stream, name, leftover) = node.handle.block_on(dial(node, &addr))?;
         let peer = node.peer_entry(&name, Some(addr));
-        connection::install(&peer, stream, leftover, None);
+        connection::install(peer.arc(), stream, leftover, None);
         Ok(RemoteNode { peer })
     }
 
-    /// The peer named `name`, if it ever connected (or was connected to).
+    /// The peer named `name`, if this node keeps its entry: a peer this node dialled, one
+    /// connected now, or one that dialled this node and left while a [`RemoteNode`] or a
+    /// proxy of it was held. A peer that dialled this node and left, with nothing held, is
+    /// forgotten (its queue with it): a later connection of that name starts afresh.
+    ///
+    /// ```
+    /// use cohort::Environment;
+    /// use cohort_remote::{Node, NodeConfig, Registry};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let env = Environment::builder().start().unwrap();
+    /// let config = |name: &str| NodeConfig::new(name).token("t");
+    /// let a = Node::start(&env.environment(),
+    ///     config("a").listen("127.0.0.1:0".parse().unwrap()), Registry::new()).unwrap();
+    /// let visitor = Node::start(&env.environment(), config("visitor"), Registry::new()).unwrap();
+    /// visitor.connect(a.local_addr().unwrap()).unwrap();
+    /// let kept = a.wait_for_peer("visitor", Duration::from_secs(10)).unwrap(); // held
+    /// visitor.shutdown();
+    ///
+    /// let deadline = Instant::now() + Duration::from_secs(10);
+    /// while kept.is_up() && Instant::now() < deadline {
+    ///     std::thread::yield_now();
+    /// }
+    /// assert!(a.peer("visitor").is_some(), "kept while a handle is held");
+    /// drop(kept);
+    /// assert!(a.peer("visitor").is_none(), "forgotten with the last handle");
+    /// assert_eq!(a.stats().peers, 0);
+    /// a.shutdown();
+    /// env.stop_and_wait();
+    /// ```
     pub fn peer(&self, name: &str) -> Option<RemoteNode> {
         self.shared.known_peer(name).map(|peer| RemoteNode { peer })
     }
@@ -493,7 +548,9 @@ impl Node {
             if let Some(p) = peers.get(name)
                 && p.is_up()
             {
-                return Some(RemoteNode { peer: p.clone() });
+                return Some(RemoteNode {
+                    peer: PeerHandle::new(p.clone()),
+                });
             }
             let left = deadline.checked_duration_since(Instant::now())?;
             peers = self
@@ -517,6 +574,9 @@ impl Node {
         let mut stats = self.shared.counters.snapshot();
         stats.asks_waiting = self.shared.asks.len() as u64;
         stats.connections_open = self.shared.accepted.load(Ordering::Acquire) as u64;
+        let peers = self.shared.peers.lock().unwrap_or_else(|e| e.into_inner());
+        stats.peers = peers.len() as u64;
+        stats.outbound_queued = peers.values().map(|p| p.queue.len() as u64).sum();
         stats
     }
 

@@ -13,7 +13,7 @@ use crate::node::NodeShared;
 use crate::outbound::{Outbound, OutboundQueue, Refused};
 use cohort::{AnyMessage, CustomMbox, DeliveryFailure, Mbox};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub(crate) const UP: u8 = 1;
@@ -39,6 +39,9 @@ pub(crate) struct PeerShared {
     pub(crate) dial_addr: Option<String>,
     /// The live connection, if any.
     pub(crate) conn: Mutex<Option<Arc<ConnState>>>,
+    /// [`PeerHandle`]s alive: a peer that dialled this node keeps its entry in the node
+    /// while it is up or one of them lives.
+    handles: AtomicUsize,
 }
 
 impl PeerShared {
@@ -53,7 +56,13 @@ impl PeerShared {
             mbox_names: Mutex::new(MboxNames::default()),
             dial_addr,
             conn: Mutex::new(None),
+            handles: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether nothing outside the node's own tasks refers to the peer.
+    pub(crate) fn unheld(&self) -> bool {
+        self.handles.load(Ordering::Acquire) == 0
     }
 
     #[inline]
@@ -85,14 +94,56 @@ impl PeerShared {
     }
 }
 
+/// A counted reference to a peer, held by what a user keeps ([`RemoteNode`], its proxies):
+/// the node forgets a peer that dialled it once the peer is down and no handle is left.
+pub(crate) struct PeerHandle(Arc<PeerShared>);
+
+impl PeerHandle {
+    /// A handle to `peer`; made under the node's lock of its peers (which checks the count
+    /// under it too) or by cloning another handle.
+    pub(crate) fn new(peer: Arc<PeerShared>) -> Self {
+        peer.handles.fetch_add(1, Ordering::AcqRel);
+        Self(peer)
+    }
+
+    pub(crate) fn arc(&self) -> &Arc<PeerShared> {
+        &self.0
+    }
+}
+
+impl Clone for PeerHandle {
+    fn clone(&self) -> Self {
+        Self::new(self.0.clone())
+    }
+}
+
+impl Drop for PeerHandle {
+    fn drop(&mut self) {
+        if self.0.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.node.forget_if_unused(&self.0);
+        }
+    }
+}
+
+impl std::ops::Deref for PeerHandle {
+    type Target = PeerShared;
+
+    fn deref(&self) -> &PeerShared {
+        &self.0
+    }
+}
+
 /// A connected peer node: the handle to reach the mailboxes it exports.
 ///
 /// Obtained from [`Node::connect`](crate::Node::connect) (this node dialled it) or
 /// [`Node::peer`](crate::Node::peer) / [`Node::wait_for_peer`](crate::Node::wait_for_peer)
-/// (it dialled this node). Cheap to clone. See the crate documentation for an example.
+/// (it dialled this node). Cheap to clone. While a `RemoteNode` or a proxy made from it
+/// ([`RemoteNode::mbox`]) lives, the node keeps the peer's entry, so the proxy sends again
+/// once the peer is back; a peer that dialled this node and left is forgotten when nothing
+/// holds one. See the crate documentation for an example.
 #[derive(Clone)]
 pub struct RemoteNode {
-    pub(crate) peer: Arc<PeerShared>,
+    pub(crate) peer: PeerHandle,
 }
 
 impl RemoteNode {
@@ -144,7 +195,7 @@ impl std::fmt::Debug for RemoteNode {
 
 /// The proxy behind [`RemoteNode::mbox`].
 pub(crate) struct RemoteMbox {
-    peer: Arc<PeerShared>,
+    peer: PeerHandle,
     id: u32,
     name: Box<str>,
 }

@@ -3,7 +3,8 @@
 //! handlers), and watches the peer's heartbeats with the phi-accrual detector.
 
 use crate::connection::{ConnState, lost};
-use crate::defaults::{ACK_EVERY, READ_BUFFER_BYTES};
+use crate::defaults::ACK_EVERY;
+use crate::denial::Denials;
 use crate::frame::{self, Frame, FrameError};
 use crate::guard::{Admission, Warnings};
 use crate::node::NodeShared;
@@ -37,28 +38,6 @@ pub(crate) struct MboxSlot {
     generation: u64,
 }
 
-/// A refusal to report to the peer: `count` messages to `mbox` of type `ty`, the last of
-/// which was the peer's `upto`-th message on this connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Denial {
-    pub(crate) mbox: u32,
-    pub(crate) ty: u32,
-    pub(crate) count: u32,
-    pub(crate) upto: u64,
-}
-
-/// Appends one refused message to `runs`, merged into the last run when it is of the same
-/// mailbox and type.
-pub(crate) fn push_denial(runs: &mut std::collections::VecDeque<Denial>, d: Denial) {
-    match runs.back_mut() {
-        Some(last) if last.mbox == d.mbox && last.ty == d.ty && last.count < u32::MAX => {
-            last.count += d.count;
-            last.upto = d.upto;
-        }
-        _ => runs.push_back(d),
-    }
-}
-
 /// A connection's view of what the peer declared and sent.
 pub(crate) struct Inbound {
     /// The peer's node name, which the exports' [`Access`](crate::Access) is checked against.
@@ -73,14 +52,8 @@ pub(crate) struct Inbound {
     pub(crate) received: u64,
     /// The highest count of this side's messages the peer acknowledged.
     pub(crate) acked: u64,
-    /// Refusals of messages read in this turn, for the writer to report.
-    pub(crate) refusals: std::collections::VecDeque<Denial>,
-    /// This side's messages the peer refused, per type, not yet covered by an `Ack`.
-    denied_pending: Vec<(u32, u64)>,
-    /// Those covered by an `Ack`: the reader counts them as dead letters.
-    pub(crate) denied_ready: Vec<(u32, u64)>,
-    /// Every refusal the peer reported and an `Ack` covered.
-    denied_total: u64,
+    /// Refusals of access, both ways.
+    pub(crate) denials: Denials,
     /// This connection's warning budget.
     pub(crate) warnings: Warnings,
 }
@@ -94,10 +67,7 @@ impl Inbound {
             declared: (0, 0),
             received: 0,
             acked: 0,
-            refusals: std::collections::VecDeque::new(),
-            denied_pending: Vec::new(),
-            denied_ready: Vec::new(),
-            denied_total: 0,
+            denials: Denials::default(),
             warnings: Warnings::new(),
         }
     }
@@ -196,18 +166,7 @@ fn handle(
                 (slot.target, slot.generation) = node.resolve(&slot.name, &inbound.peer);
             }
             if let Target::Denied = slot.target {
-                if inbound.refusals.len() >= crate::defaults::MAX_PENDING_DENIALS {
-                    return Err(ProtocolError::DenialBacklog);
-                }
-                push_denial(
-                    &mut inbound.refusals,
-                    Denial {
-                        mbox,
-                        ty,
-                        count: 1,
-                        upto: inbound.received + 1,
-                    },
-                );
+                inbound.denials.refuse(mbox, ty, inbound.received + 1)?;
                 Counters::add(&node.counters.access_refused, 1);
                 warn_limited!(node, inbound, mailbox = %slot.name,
                     "message refused: the mailbox is not exported to this peer (Access)");
@@ -272,29 +231,10 @@ fn handle(
         Frame::Ack { received } => {
             inbound.acked = inbound.acked.max(received);
             // The peer's refusals it wrote before this Ack are covered by it: counted now.
-            for (ty, count) in inbound.denied_pending.drain(..) {
-                inbound.denied_total = inbound.denied_total.saturating_add(count);
-                if inbound.denied_total > inbound.acked {
-                    return Err(ProtocolError::BadDenial(
-                        "refuses more messages than the peer acknowledged",
-                    ));
-                }
-                match inbound.denied_ready.iter_mut().find(|(t, _)| *t == ty) {
-                    Some((_, n)) => *n += count,
-                    None => inbound.denied_ready.push((ty, count)),
-                }
-            }
+            inbound.denials.covered(inbound.acked)?;
         }
         Frame::Denied { ty, count, .. } => {
-            if ty as usize >= node.registry.len() {
-                return Err(ProtocolError::BadDenial(
-                    "names a type this node never sends",
-                ));
-            }
-            match inbound.denied_pending.iter_mut().find(|(t, _)| *t == ty) {
-                Some((_, n)) => *n = n.saturating_add(u64::from(count)),
-                None => inbound.denied_pending.push((ty, u64::from(count))),
-            }
+            inbound.denials.reported(ty, count, node.registry.len())?;
         }
         Frame::Bye => return Ok(false),
         Frame::Hello { .. } => return Err(ProtocolError::Unexpected("Hello")),
@@ -383,62 +323,6 @@ pub(crate) fn decode_turn(
     }
 }
 
-/// Sizes the receive buffer for the next read: room for the frame at its head when that is
-/// longer than [`READ_BUFFER_BYTES`], otherwise that many bytes; `counted` is what the node's
-/// gauge holds for it.
-fn size_buffer(node: &NodeShared, buf: &mut Vec<u8>, counted: &mut usize) {
-    // The head's declared length was checked against the maximum by the decode before.
-    let head = match buf.first_chunk::<4>() {
-        Some(l) => u32::from_le_bytes(*l) as usize + 4,
-        None => 0,
-    };
-    let target = head.max(READ_BUFFER_BYTES);
-    if buf.capacity() < target {
-        buf.reserve_exact(target - buf.len());
-    } else if buf.capacity() > target {
-        // A long frame went through: its room is given back.
-        buf.shrink_to(target);
-    }
-    let cap = buf.capacity();
-    if cap != *counted {
-        let gauge = &node.counters.receive_buffer_bytes;
-        gauge.fetch_add(cap as u64, Ordering::Relaxed);
-        gauge.fetch_sub(*counted as u64, Ordering::Relaxed);
-        *counted = cap;
-    }
-}
-
-/// Hands the refusals of a turn to the writer (before the turn's messages are acknowledged,
-/// so that the `Ack` covering them finds them), and counts the peer's refusals of this
-/// side's messages that an `Ack` covered.
-fn settle_denials(
-    node: &NodeShared,
-    peer: &PeerShared,
-    conn: &ConnState,
-    inbound: &mut Inbound,
-) -> Result<(), ProtocolError> {
-    if !inbound.refusals.is_empty() {
-        let mut pending = conn.denied.lock().unwrap_or_else(|e| e.into_inner());
-        for d in inbound.refusals.drain(..) {
-            push_denial(&mut pending, d);
-        }
-        if pending.len() > crate::defaults::MAX_PENDING_DENIALS {
-            return Err(ProtocolError::DenialBacklog);
-        }
-        conn.denied_waiting.store(true, Ordering::Release);
-    }
-    for (ty, count) in inbound.denied_ready.drain(..) {
-        let name = node.registry.entry(ty).type_name;
-        Counters::add(&node.counters.access_denied, count);
-        for _ in 0..count {
-            node.undeliverable(name, DeliveryFailure::AccessDenied);
-        }
-        tracing::debug!(node = %node.config.name, peer = %peer.name, message_type = name, count,
-            "messages refused by the peer (Access)");
-    }
-    Ok(())
-}
-
 /// The connection's reader: decodes frames as they arrive and hands each message to the
 /// exported mailbox it names; watches the peer's heartbeats. `admission` is the accepted
 /// connection's place under the node's cap, held until the reader ends.
@@ -458,14 +342,7 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
         tracing::warn!(node = %node.config.name, peer = %peer.name, suppressed,
             "warnings about this connection were suppressed");
     }
-    node.counters
-        .receive_buffer_bytes
-        .fetch_sub(counted as u64, Ordering::Relaxed);
-    let long = buf.capacity() > READ_BUFFER_BYTES;
-    drop(buf);
-    if long {
-        crate::guard::release_long_buffer(&node);
-    }
+    crate::recv_buffer::release(&node, buf, counted);
     drop(admission);
     if let Some(reason) = reason {
         lost(&peer, &conn, reason);
@@ -500,8 +377,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
             error: err,
             more,
         } = decode_turn(&node, inbound, &mut detector, buf);
-        let had_refusals = !inbound.refusals.is_empty();
-        let err = match settle_denials(&node, peer, conn, inbound) {
+        let had_refusals = inbound.denials.refused_this_turn();
+        let err = match inbound.denials.settle(&node, peer, conn) {
             Ok(()) => err,
             Err(e) => Some(e),
         };
@@ -549,7 +426,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             tokio::task::yield_now().await;
             continue;
         }
-        size_buffer(&node, buf, counted);
+        crate::recv_buffer::size(&node, buf, counted);
         tokio::select! {
             r = rd.read_buf(buf) => match r {
                 Ok(0) => return Some("connection closed by the peer".into()),

@@ -56,8 +56,10 @@ impl Counters {
             declarations_refused: g(&self.declarations_refused),
             warnings_suppressed: g(&self.warnings_suppressed),
             receive_buffer_bytes: g(&self.receive_buffer_bytes),
-            // Filled in by the node, which keeps it.
+            // Filled in by the node, which keeps them.
             connections_open: 0,
+            peers: 0,
+            outbound_queued: 0,
         }
     }
 }
@@ -122,6 +124,14 @@ pub struct NodeStats {
     /// Accepted connections open now, handshaking or up (what
     /// [`NodeConfig::max_connections`](crate::NodeConfig::max_connections) caps).
     pub connections_open: u64,
+    /// Peers this node keeps an entry (and an outbound queue) for now: those it dialled,
+    /// those connected, and those that dialled it and left while a
+    /// [`RemoteNode`](crate::RemoteNode) or a proxy of theirs was held.
+    pub peers: u64,
+    /// Messages in the outbound queues now, all peers together. A queue's memory follows
+    /// it: blocks of 31 messages, taken as it fills and given back as the writer empties
+    /// them, at most one block when empty.
+    pub outbound_queued: u64,
 }
 
 impl NodeStats {

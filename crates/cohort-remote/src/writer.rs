@@ -163,37 +163,12 @@ fn put_ack(conn: &ConnState, st: &mut WriteState) {
         return;
     }
     if conn.denied_waiting.load(Ordering::Acquire) {
-        put_denials(conn, &mut st.buf);
+        crate::denial::put_denials(conn, &mut st.buf);
     } else if let Some(received) = conn.ack.owed() {
         frame::encode_ack(&mut st.buf, received);
         conn.ack.sent.store(received, Ordering::Relaxed);
     }
     st.unacked.trim(conn.ack.acked.load(Ordering::Acquire));
-}
-
-/// Writes the refusals of the messages among those read so far as `Denied` frames, then
-/// the `Ack` that covers them (the sender counts them when that `Ack` arrives), or the Ack
-/// owed alone.
-#[cold]
-fn put_denials(conn: &ConnState, buf: &mut Vec<u8>) {
-    let received = conn.ack.received.load(Ordering::Acquire);
-    let mut denied = conn.denied.lock().unwrap_or_else(|e| e.into_inner());
-    let mut wrote = false;
-    while let Some(d) = denied.front()
-        && d.upto <= received
-    {
-        frame::encode_denied(buf, d.mbox, d.ty, d.count);
-        denied.pop_front();
-        wrote = true;
-    }
-    if denied.is_empty() {
-        conn.denied_waiting.store(false, Ordering::Release);
-    }
-    drop(denied);
-    if wrote || received > conn.ack.sent.load(Ordering::Relaxed) {
-        frame::encode_ack(buf, received);
-        conn.ack.sent.store(received, Ordering::Relaxed);
-    }
 }
 
 /// Pops what is queued into `st.buf` (adaptive caps), with the `Ack` owed; returns how many
@@ -410,7 +385,7 @@ pub(crate) async fn writer(
                     && !peer_bye
                     && n == 0
                     && st.buf.is_empty()
-                    && peer.queue.len() == 0
+                    && peer.queue.is_empty()
                     && peer.closing.load(Ordering::Acquire);
                 if closing {
                     frame::encode_bye(&mut st.buf);
@@ -444,7 +419,7 @@ pub(crate) async fn writer(
                     wr.writable().await.map_err(|e| e.to_string())?;
                 }
             } else if idle
-                && peer.queue.len() == 0
+                && peer.queue.is_empty()
                 // Closing with an Ack just flushed: go round again to write Bye, not park
                 // until a heartbeat that would put bytes before it again.
                 && !peer.closing.load(Ordering::Acquire)

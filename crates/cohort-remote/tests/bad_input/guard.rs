@@ -1,7 +1,8 @@
 //! One peer or one address cannot cost a node more than its share: a flooding peer does not
 //! stop another peer's traffic, a stalled frame costs its length and is given back, access
 //! to an exported mailbox is refused with a reason the sender sees, connections and
-//! handshakes are capped, repeated warnings are suppressed and counted.
+//! handshakes are capped, repeated warnings are suppressed and counted, and a peer that
+//! dialled and left leaves no entry behind unless a proxy of it is held.
 
 use crate::common;
 
@@ -304,6 +305,65 @@ fn zero_caps_are_typed_errors_naming_the_parameter() {
         assert_eq!(config.validate(), Err(ConfigError::Zero(name)));
         assert!(ConfigError::Zero(name).to_string().contains(name));
     }
+}
+
+/// Peers that dial the node and leave are forgotten, queue and all, unless something holds a
+/// handle or a proxy of theirs: then the entry stays, and the proxy sends again once the
+/// peer is back.
+#[test]
+fn a_peer_that_leaves_is_forgotten_unless_a_proxy_of_it_is_held() {
+    watchdog(TIMEOUT, || {
+        const VISITORS: usize = 20;
+        let mut s = serve(NodeConfig::new("server"));
+        let to = s.client();
+        to.send(1u64);
+        assert_eq!(recv(&s.got, "a message from the client"), 1);
+        let server = &s.server;
+        assert_eq!(server.stats().peers, 1);
+
+        for i in 0..VISITORS {
+            let name = format!("visitor-{i}");
+            drop(raw(server, &name));
+        }
+        wait_until(|| server.stats().nodes_down >= VISITORS as u64 && server.stats().peers == 1);
+        assert!(server.peer("visitor-0").is_none());
+        assert!(server.peer("client").is_some_and(|c| c.is_up()));
+
+        // A proxy held while its peer is away keeps the entry.
+        let r = raw(server, "kept");
+        let kept = server.wait_for_peer("kept", TIMEOUT).expect("kept is up");
+        let proxy = kept.mbox("n");
+        drop(kept);
+        let downs = server.stats().nodes_down;
+        drop(r);
+        wait_until(|| server.stats().nodes_down > downs);
+        assert_eq!(server.stats().peers, 2);
+        assert!(server.peer("kept").is_some_and(|k| !k.is_up()));
+
+        // Back: the same entry, and the proxy reaches it.
+        let mut r = raw(server, "kept");
+        server.wait_for_peer("kept", TIMEOUT).expect("kept is back");
+        proxy.send(2u64);
+        loop {
+            match r.next().as_str() {
+                "Message" => break,
+                "closed" => panic!("the connection closed before the proxy's message"),
+                _ => {}
+            }
+        }
+        let downs = server.stats().nodes_down;
+        drop(r);
+        wait_until(|| server.stats().nodes_down > downs);
+        assert_eq!(server.stats().peers, 2);
+        drop(proxy);
+        assert_eq!(
+            server.stats().peers,
+            1,
+            "the last proxy dropped, the entry is gone"
+        );
+        assert!(server.peer("kept").is_none());
+        s.end();
+    });
 }
 
 /// An export narrowed (or removed) after a connection resolved its name holds for that

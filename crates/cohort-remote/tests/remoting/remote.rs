@@ -280,6 +280,66 @@ fn a_full_queue_drops_as_configured_and_counts_it() {
     });
 }
 
+/// A burst to a peer that does not read waits in the outbound queue, counted in
+/// `NodeStats::outbound_queued` and never over the capacity, and leaves it once the peer
+/// reads again.
+#[test]
+fn a_burst_to_a_stalled_peer_is_queued_within_the_bound_and_drains() {
+    watchdog(TIMEOUT, || {
+        const CAPACITY: u64 = 64;
+        let (env, letters) = env_recording();
+        let e = env.environment();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (resume, resumed) = std::sync::mpsc::channel::<()>();
+        let sink = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = vec![0u8; 64 * 1024];
+            assert!(std::io::Read::read(&mut s, &mut buf).unwrap() > 0);
+            let mut out = Vec::new();
+            cohort_remote::frame::encode_welcome(
+                &mut out,
+                cohort_remote::defaults::PROTOCOL_VERSION,
+                "sink",
+            );
+            std::io::Write::write_all(&mut s, &out).unwrap();
+            // Reads nothing until told, then everything until the client closes.
+            resumed.recv().unwrap();
+            while std::io::Read::read(&mut s, &mut buf).is_ok_and(|n| n > 0) {}
+        });
+        let client = Node::start(
+            &e,
+            NodeConfig::new("client")
+                .outbound_capacity(CAPACITY as usize)
+                .overflow(Overflow::DropNewest),
+            registry(),
+        )
+        .unwrap();
+        let to = client.connect(addr).unwrap().mbox("x");
+        let big = "x".repeat(16 * 1024);
+        let mut sent = 0u64;
+        while count(&letters, DeliveryFailure::OutboundFull) == 0 {
+            to.send(big.clone());
+            sent += 1;
+            assert!(sent < 1_000_000, "the queue never filled");
+        }
+        let queued = client.stats().outbound_queued;
+        assert!(
+            (1..=CAPACITY).contains(&queued),
+            "{queued} messages queued with a capacity of {CAPACITY}"
+        );
+        resume.send(()).unwrap();
+        // Empty, with every message written or counted as refused.
+        wait_until(|| {
+            let s = client.stats();
+            s.outbound_queued == 0 && s.messages_out + s.undeliverable == sent
+        });
+        client.abort();
+        sink.join().unwrap();
+        env.stop_and_wait();
+    });
+}
+
 #[test]
 fn a_silent_peer_is_declared_down_within_the_detector_bound() {
     watchdog(TIMEOUT, || {
