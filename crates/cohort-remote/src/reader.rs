@@ -42,8 +42,9 @@ pub(crate) struct MboxSlot {
 pub(crate) struct Inbound {
     /// The peer's node name, which the exports' [`Access`](crate::Access) is checked against.
     peer: Box<str>,
-    /// Peer type id -> local registry entry (`None`: a name this node does not know).
-    types: Vec<Option<Option<u32>>>,
+    /// Peer type id -> local registry entry, or the name declared when this node does not
+    /// know it.
+    types: Vec<Option<Result<u32, Box<str>>>>,
     /// Peer mailbox id -> its name and where its messages go.
     mboxes: Vec<Option<MboxSlot>>,
     /// Declarations made on this connection: types, mailboxes.
@@ -155,7 +156,7 @@ fn handle(
     match f {
         Frame::Message { mbox, ty, payload } => {
             let entry = match inbound.types.get(ty as usize) {
-                Some(Some(e)) => *e,
+                Some(Some(e)) => e.as_ref().copied().map_err(|declared| &**declared),
                 _ => return Err(ProtocolError::UnknownTypeId(ty)),
             };
             let slot = match inbound.mboxes.get_mut(mbox as usize) {
@@ -172,14 +173,16 @@ fn handle(
                     "message refused: the mailbox is not exported to this peer (Access)");
                 return Ok(true);
             }
-            let Some(entry) = entry else {
-                node.env.report_dead_letter(
-                    "<type unknown to this node>",
-                    DeliveryFailure::NotRegisteredForRemote,
-                );
-                return Ok(true);
+            let entry = match entry {
+                Ok(entry) => node.registry.entry(entry),
+                Err(declared) => {
+                    node.env.report_declared_dead_letter(
+                        declared,
+                        DeliveryFailure::NotRegisteredForRemote,
+                    );
+                    return Ok(true);
+                }
             };
-            let entry = node.registry.entry(entry);
             let Target::Mbox(target) = &slot.target else {
                 node.env
                     .report_dead_letter(entry.type_name, DeliveryFailure::NotExported);
@@ -207,7 +210,9 @@ fn handle(
         Frame::DeclareType { id, name } => {
             let local = node.registry.index_of_name(name);
             let max = node.config.max_declarations;
-            declare(&mut inbound.types, &mut inbound.declared.0, max, id, local)?;
+            // An unknown name is kept for the dead letters of its messages.
+            let slot = local.ok_or_else(|| Box::<str>::from(name));
+            declare(&mut inbound.types, &mut inbound.declared.0, max, id, slot)?;
             if local.is_none() {
                 warn_limited!(
                     node,

@@ -4,12 +4,13 @@
 
 use crate::common;
 
-use cohort::{DeliveryFailure, Environment};
+use cohort::{DeadLetter, DeliveryFailure, Environment};
 use cohort_remote::phi::PhiConfig;
 use cohort_remote::{Node, NodeConfig, NodeDown, NodeUp, Overflow, Registry};
 use common::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -166,6 +167,59 @@ fn messages_from_each_sender_arrive_in_order_under_load() {
         client.shutdown();
         server.shutdown();
         env.stop_and_wait();
+    });
+}
+
+/// A message whose type the receiving node has not registered is a dead letter there that
+/// names the type as the sending node declared it.
+#[test]
+fn a_type_the_receiver_does_not_know_is_a_dead_letter_under_its_declared_name() {
+    watchdog(TIMEOUT, || {
+        type Seen = Vec<(String, &'static str, DeliveryFailure)>;
+        let declared: Arc<Mutex<Seen>> = Arc::default();
+        let d = declared.clone();
+        let server_env = Environment::builder()
+            .dead_letter_hook(move |l: &DeadLetter| {
+                if let Some(name) = l.declared_type {
+                    d.lock()
+                        .unwrap()
+                        .push((name.to_string(), l.message_type, l.reason));
+                }
+            })
+            .start()
+            .unwrap();
+        let e = server_env.environment();
+        let server = listening(&e, NodeConfig::new("server"), registry());
+        let got = probe::<u64>(&e, server.export("open"));
+        let client_env = Environment::builder().start().unwrap();
+        let mut extended = registry();
+        extended.register::<Secret>("t.Secret").unwrap();
+        let client = Node::start(
+            &client_env.environment(),
+            NodeConfig::new("client"),
+            extended,
+        )
+        .unwrap();
+        let open = client
+            .connect(server.local_addr().unwrap())
+            .unwrap()
+            .mbox("open");
+        open.send(Secret(7));
+        open.send(8u64);
+        // The next message on the same connection proves the first was handled.
+        assert_eq!(recv(&got, "the message after the unknown one"), 8);
+        assert_eq!(
+            *declared.lock().unwrap(),
+            [(
+                "t.Secret".to_string(),
+                DeadLetter::UNKNOWN_TYPE,
+                DeliveryFailure::NotRegisteredForRemote
+            )]
+        );
+        client.shutdown();
+        server.shutdown();
+        client_env.stop_and_wait();
+        server_env.stop_and_wait();
     });
 }
 

@@ -128,9 +128,16 @@ pub struct DeadLetter<'a> {
     /// The message itself, for inspection (`downcast_ref::<M>()` with the user's type, also
     /// for a mutable message), if it still exists.
     pub message: Option<&'a dyn Any>,
+    /// For a message a remote node sent under a type name this node has not registered: that
+    /// name, as the sending node declared it (`message_type` then says the type is unknown).
+    pub declared_type: Option<&'a str>,
 }
 
 impl<'a> DeadLetter<'a> {
+    /// The `message_type` of a message that came from a remote node under a type name this
+    /// node does not know (the name is in [`DeadLetter::declared_type`]).
+    pub const UNKNOWN_TYPE: &'static str = "<type unknown to this node>";
+
     /// A dead letter of `msg`, sent through `mbox` to `agent` where those are known.
     pub(crate) fn of(
         msg: &'a Envelope,
@@ -144,6 +151,7 @@ impl<'a> DeadLetter<'a> {
             mbox,
             agent,
             message: Some(msg.as_any()),
+            declared_type: None,
         }
     }
 
@@ -155,6 +163,7 @@ impl<'a> DeadLetter<'a> {
             mbox: None,
             agent: None,
             message: None,
+            declared_type: None,
         }
     }
 }

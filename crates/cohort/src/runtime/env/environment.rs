@@ -94,6 +94,35 @@ impl Environment {
         self.0.dead_letter(message_type, reason)
     }
 
+    /// As [`Environment::report_dead_letter`], for a message that came from elsewhere (a
+    /// remote node) under a type name this environment does not know: the hook sees
+    /// `message_type` as [`DeadLetter::UNKNOWN_TYPE`](crate::DeadLetter::UNKNOWN_TYPE) and
+    /// the name in [`DeadLetter::declared_type`](crate::DeadLetter::declared_type).
+    ///
+    /// ```
+    /// use cohort::{DeadLetter, DeliveryFailure, Environment};
+    /// use std::sync::{Arc, Mutex};
+    ///
+    /// let seen = Arc::new(Mutex::new(None));
+    /// let s = seen.clone();
+    /// let env = Environment::builder()
+    ///     .dead_letter_hook(move |d: &DeadLetter| {
+    ///         *s.lock().unwrap() = d.declared_type.map(str::to_string);
+    ///     })
+    ///     .start()
+    ///     .unwrap();
+    /// env.environment()
+    ///     .report_declared_dead_letter("shop.Order", DeliveryFailure::NotRegisteredForRemote);
+    /// assert_eq!(seen.lock().unwrap().as_deref(), Some("shop.Order"));
+    /// env.stop_and_wait();
+    /// ```
+    pub fn report_declared_dead_letter(&self, declared_type: &str, reason: DeliveryFailure) {
+        self.0.dead_letter_with(&crate::DeadLetter {
+            declared_type: Some(declared_type),
+            ..crate::DeadLetter::bare(crate::DeadLetter::UNKNOWN_TYPE, reason)
+        })
+    }
+
     /// Number of panics caught in handlers and hooks so far.
     pub fn panics(&self) -> u64 {
         self.0.panics.load(Ordering::Relaxed)
