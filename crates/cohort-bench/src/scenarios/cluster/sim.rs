@@ -33,6 +33,10 @@ const MEMBERS_PER_SEED: usize = 25;
 /// with it to keep the process's gossip work per second flat.
 const INTERVAL_PER_MEMBER: Duration = Duration::from_millis(4);
 
+/// The longest heartbeat interval the detector samples, in gossip rounds (the default's
+/// ratio to the default interval).
+const HEARTBEAT_ROUNDS: u32 = 25;
+
 impl Plan {
     /// The plan for `members`, with what is not given scaled to the count: a seed per
     /// [`MEMBERS_PER_SEED`], an interval of [`INTERVAL_PER_MEMBER`] per member and at least
@@ -79,7 +83,14 @@ impl Swarm {
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        let mut config = ClusterConfig::new(name).gossip_interval(plan.interval);
+        // The detector ignores heartbeat intervals over this, and a member's heartbeats reach
+        // another only every round or two: it must grow with the gossip interval, or no
+        // member ever gets a sample and none is ever live.
+        let max_heartbeat = (plan.interval * HEARTBEAT_ROUNDS)
+            .max(cohort_cluster::defaults::MAX_HEARTBEAT_INTERVAL);
+        let mut config = ClusterConfig::new(name)
+            .gossip_interval(plan.interval)
+            .max_heartbeat_interval(max_heartbeat);
         let mut members = Vec::with_capacity(plan.members);
         let mut seeds = Vec::new();
         let started = Instant::now();
