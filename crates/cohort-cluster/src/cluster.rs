@@ -7,7 +7,8 @@ use crate::listing::Listing;
 use crate::member::Member;
 use crate::membership::{self, LocalReg, State};
 use crate::membership::{
-    ACK_PREFIX, KEY_ADDR, KEY_ROLES, KEY_STATUS, REG_PREFIX, STATUS_LEAVING, STATUS_UP,
+    ACK_PREFIX, KEY_ADDR, KEY_GOSSIPER, KEY_ROLES, KEY_STATUS, REG_PREFIX, STATUS_LEAVING,
+    STATUS_UP,
 };
 use crate::stats::{ClusterStats, Counters};
 use crate::transport::{GatedSocket, GatedUdp};
@@ -136,11 +137,7 @@ impl Cluster {
         if remoting_addr.ip().is_unspecified() || remoting_addr.port() == 0 {
             return Err(ClusterError::Unroutable(remoting_addr));
         }
-        let incarnation = config.incarnation.unwrap_or_else(|| {
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(1, |d| d.as_micros() as u64)
-        });
+        let incarnation = incarnation(&config);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name(format!("cohort-cluster-{}", node.name()))
@@ -151,7 +148,7 @@ impl Cluster {
         let gossip = runtime.block_on(start_gossip(
             node.name(),
             incarnation,
-            remoting_addr,
+            Announce::Member(remoting_addr),
             &config,
             counters.clone(),
         ))?;
@@ -447,19 +444,37 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
-/// A member's gossip, started: what [`Cluster::join`] runs, and all that
-/// [`crate::sim`] runs.
+/// This run's incarnation: the configured one, or the time of the join.
+pub(crate) fn incarnation(config: &ClusterConfig) -> u64 {
+    config.incarnation.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1, |d| d.as_micros() as u64)
+    })
+}
+
+/// What a participant puts in its gossip state, and which of the others it lists live.
+pub(crate) enum Announce {
+    /// A member, dialled at this remoting address; it lists only members.
+    Member(SocketAddr),
+    /// A [`Gossiper`](crate::Gossiper): no address, never a member; it lists members and
+    /// gossipers.
+    Gossiper,
+}
+
+/// A participant's gossip, started: what [`Cluster::join`] and
+/// [`Gossiper::start`](crate::Gossiper::start) run.
 pub(crate) struct Gossip {
     pub(crate) handle: ChitchatHandle,
     pub(crate) addr: SocketAddr,
     pub(crate) watcher: watch::Receiver<Live>,
 }
 
-/// Binds the gossip socket and starts chitchat announcing `remoting_addr` as up.
+/// Binds the gossip socket and starts chitchat announcing what `announce` says.
 pub(crate) async fn start_gossip(
     name: &str,
     incarnation: u64,
-    remoting_addr: SocketAddr,
+    announce: Announce,
     config: &ClusterConfig,
     counters: Arc<Counters>,
 ) -> Result<Gossip, ClusterError> {
@@ -480,6 +495,15 @@ pub(crate) async fn start_gossip(
     let transport = GatedUdp {
         socket: Mutex::new(Some(socket)),
     };
+    let listed: Box<dyn Fn(&NodeState) -> bool + Send> = match announce {
+        // A node that does not announce a remoting address is not a member.
+        Announce::Member(_) => Box::new(|ns: &NodeState| ns.get(KEY_ADDR).is_some()),
+        // Listed once its state arrived, as a member is, so that a gossiper's count means
+        // the participants' state spread, not only their heartbeats.
+        Announce::Gossiper => {
+            Box::new(|ns: &NodeState| ns.get(KEY_ADDR).is_some() || ns.get(KEY_GOSSIPER).is_some())
+        }
+    };
     let chitchat_config = ChitchatConfig {
         chitchat_id: ChitchatId::new(name.to_string(), incarnation, addr),
         cluster_id,
@@ -495,15 +519,17 @@ pub(crate) async fn start_gossip(
         },
         marked_for_deletion_grace_period: config.dead_node_grace_period,
         catchup_callback: None,
-        // A node that does not announce a remoting address is not one of ours.
-        extra_liveness_predicate: Some(Box::new(|ns: &NodeState| ns.get(KEY_ADDR).is_some())),
+        extra_liveness_predicate: Some(listed),
         protocol_version: ProtocolVersion::V0,
     };
-    let initial = vec![
-        (KEY_ADDR.to_string(), remoting_addr.to_string()),
-        (KEY_ROLES.to_string(), config.roles.join(",")),
-        (KEY_STATUS.to_string(), STATUS_UP.to_string()),
-    ];
+    let initial = match announce {
+        Announce::Member(remoting_addr) => vec![
+            (KEY_ADDR.to_string(), remoting_addr.to_string()),
+            (KEY_ROLES.to_string(), config.roles.join(",")),
+            (KEY_STATUS.to_string(), STATUS_UP.to_string()),
+        ],
+        Announce::Gossiper => vec![(KEY_GOSSIPER.to_string(), String::new())],
+    };
     let handle = spawn_chitchat(chitchat_config, initial, &transport)
         .await
         .map_err(|e| ClusterError::Gossip(e.to_string()))?;

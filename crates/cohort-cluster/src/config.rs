@@ -131,7 +131,10 @@ impl ClusterConfig {
     }
 
     /// How often this node gossips ([`GOSSIP_INTERVAL`](defaults::GOSSIP_INTERVAL)); set
-    /// the same on every member: the failure detector learns the others' pace from it.
+    /// the same on every member: the failure detector learns the others' pace from it. A
+    /// longer interval (large clusters) wants a [`max_heartbeat_interval`](Self::max_heartbeat_interval)
+    /// as many times longer: a member's heartbeats reach another about once a round, and
+    /// intervals over that maximum are never sampled, so such members are never seen live.
     pub fn gossip_interval(mut self, interval: Duration) -> Self {
         self.gossip_interval = interval;
         self

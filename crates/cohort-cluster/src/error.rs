@@ -29,6 +29,11 @@ pub enum ClusterError {
     /// The gossip runtime could not start.
     #[error("cannot start the gossip runtime: {0}")]
     Runtime(std::io::Error),
+    /// [`Gossiper::start`](crate::Gossiper::start) was awaited outside a tokio runtime
+    /// (gossip runs as tokio tasks): await it on one, or call it through a runtime's
+    /// `block_on`.
+    #[error("Gossiper::start must be awaited on a tokio runtime")]
+    NoRuntime,
     /// Chitchat refused to start.
     #[error("cannot start gossip: {0}")]
     Gossip(String),

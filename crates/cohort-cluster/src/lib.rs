@@ -13,6 +13,8 @@
 //! - Registry: [`Cluster::register`], [`Cluster::lookup`], [`Cluster::subscribe_key`]
 //!   ([`Listing`]); a member that leaves or fails takes its registrations with it.
 //! - Routing: [`Cluster::group`] with [`Routing`].
+//! - [`Gossiper`]: a participant in the gossip that is not a member (a dedicated seed, a
+//!   watcher of how far gossip spread, one of many simulated members on one runtime).
 //! - A node of another cluster, or with another token, never becomes a member; malformed
 //!   or oversized gossip and registry input over the configured caps are dropped, counted
 //!   in [`ClusterStats`] and logged.
@@ -30,13 +32,12 @@ pub mod defaults;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+mod gossiper;
 mod group;
 mod listing;
 mod member;
 mod membership;
 mod proxy;
-#[doc(hidden)]
-pub mod sim;
 mod stats;
 mod transport;
 mod wire;
@@ -44,6 +45,7 @@ mod wire;
 pub use cluster::{Cluster, events_mbox_name};
 pub use config::{ClusterConfig, ConfigError};
 pub use error::ClusterError;
+pub use gossiper::Gossiper;
 pub use group::Routing;
 pub use listing::{Listing, ListingEntry};
 pub use member::{Member, MemberDown, MemberLeft, MemberStatus, MemberUp};

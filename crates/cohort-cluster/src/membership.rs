@@ -23,6 +23,8 @@ use std::sync::Arc;
 pub(crate) const KEY_ADDR: &str = "cohort.addr";
 pub(crate) const KEY_ROLES: &str = "cohort.roles";
 pub(crate) const KEY_STATUS: &str = "cohort.status";
+/// Announced by a [`Gossiper`](crate::Gossiper) instead of an address.
+pub(crate) const KEY_GOSSIPER: &str = "cohort.gossiper";
 pub(crate) const ACK_PREFIX: &str = "cohort.ack/";
 pub(crate) const REG_PREFIX: &str = "reg/";
 pub(crate) const STATUS_UP: &str = "up";

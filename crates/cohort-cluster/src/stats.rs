@@ -26,6 +26,7 @@ pub(crate) struct Counters {
     pub(crate) dials_failed: AtomicU64,
     pub(crate) address_not_owned: AtomicU64,
     pub(crate) member_downs: AtomicU64,
+    pub(crate) receive_buffer: AtomicU64,
     /// Per reason: when it was last logged, and how many were not logged since.
     logged: Mutex<HashMap<&'static str, (Instant, u64)>>,
 }
@@ -73,6 +74,7 @@ impl Counters {
             dials_failed: g(&self.dials_failed),
             address_not_owned: g(&self.address_not_owned),
             member_downs: g(&self.member_downs),
+            receive_buffer_bytes: g(&self.receive_buffer),
         }
     }
 }
@@ -116,4 +118,9 @@ pub struct ClusterStats {
     /// Members this node declared down ([`MemberDown`](crate::MemberDown) events, whether
     /// or not anyone listens to them).
     pub member_downs: u64,
+    /// The gossip socket's receive buffer in bytes as the system granted it (Linux reports
+    /// twice what was asked, for its own bookkeeping). A few MiB are asked for, so that a
+    /// burst of gossip is not lost; a lower system maximum (`net.core.rmem_max` on Linux)
+    /// caps it, and a warning says so once per process.
+    pub receive_buffer_bytes: u64,
 }

@@ -77,7 +77,7 @@ impl GatedSocket {
         max_datagram: usize,
         cluster_id: String,
     ) -> anyhow::Result<Self> {
-        let public = bind_public(listen)?;
+        let public = bind_public(listen, &counters)?;
         let loopback = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
         let decoder = UdpSocket::open(loopback).await?;
         let decoder_addr = decoder.local_addr()?;
@@ -263,7 +263,7 @@ const RECV_BUFFER: usize = 4 << 20;
 /// Binds the gossip socket with a large receive buffer: gossip arrives in bursts (a seed
 /// hears every joining member at once, datagrams up to 64 KiB), the system's default holds
 /// only a few such datagrams, and each one dropped is a round lost.
-fn bind_public(listen: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
+fn bind_public(listen: SocketAddr, counters: &Counters) -> io::Result<tokio::net::UdpSocket> {
     use socket2::{Domain, Protocol, Socket as RawSocket, Type};
     let socket = RawSocket::new(
         Domain::for_address(listen),
@@ -272,6 +272,20 @@ fn bind_public(listen: SocketAddr) -> io::Result<tokio::net::UdpSocket> {
     )?;
     // Best effort: a smaller buffer only means more loss under bursts.
     let _ = socket.set_recv_buffer_size(RECV_BUFFER);
+    let got = socket.recv_buffer_size().unwrap_or(0);
+    Counters::add(&counters.receive_buffer, got as u64);
+    if got < RECV_BUFFER {
+        // Once per process: every member of a process would say the same.
+        static CAPPED: std::sync::Once = std::sync::Once::new();
+        CAPPED.call_once(|| {
+            tracing::warn!(
+                asked = RECV_BUFFER,
+                got,
+                "gossip receive buffer capped by the system (net.core.rmem_max on Linux): \
+                 large clusters lose gossip in bursts"
+            );
+        });
+    }
     socket.set_nonblocking(true)?;
     socket.bind(&listen.into())?;
     tokio::net::UdpSocket::from_std(socket.into())

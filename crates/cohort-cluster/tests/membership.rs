@@ -1,9 +1,11 @@
 //! Membership: join through seeds (one of them down), graceful leave, a crash seen as down
-//! with its registrations gone everywhere, a restart under the same name, and nodes of
-//! another cluster or with another token refused.
+//! with its registrations gone everywhere, a restart under the same name, nodes of
+//! another cluster or with another token refused, and gossipers (seeds that are not
+//! members; many on one runtime).
 
 mod common;
 
+use cohort_cluster::{ClusterConfig, ClusterError, ConfigError, Gossiper};
 use common::*;
 use std::time::Duration;
 
@@ -193,5 +195,96 @@ fn another_cluster_name_or_token_never_becomes_a_member() {
         }
         drop((a, b, c, x, y));
         env.stop_and_wait();
+    });
+}
+
+#[test]
+fn a_gossiper_is_a_seed_and_never_a_member() {
+    watchdog(LIMIT, || {
+        let env = env();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let seed = runtime
+            .block_on(Gossiper::start("seed", &config("c6", &[]).token("t")))
+            .unwrap();
+        let seeds = [seed.gossip_addr().to_string()];
+        // Each member knows only the gossiper: they find each other through it.
+        let a = join(&env, "a", config("c6", &seeds));
+        let b = join(&env, "b", config("c6", &seeds));
+        for m in [&a, &b] {
+            wait_up(m, &["a", "b"]);
+            let names: Vec<String> = m.cluster().members().into_iter().map(|m| m.name).collect();
+            assert_eq!(names, ["a", "b"]);
+        }
+        wait_until("the gossiper lists both members and itself", || {
+            seed.live() == 3
+        });
+        let stats = seed.stats();
+        assert!(stats.datagrams_in > 0 && stats.bytes_out > 0, "{stats:?}");
+        assert_eq!(stats.foreign_cluster + stats.malformed_datagrams, 0);
+        assert!(stats.receive_buffer_bytes > 0, "{stats:?}");
+        // Its state reached them (it lists them, so they gossiped with it): still no member.
+        assert_eq!(a.cluster().members().len(), 2);
+        assert_eq!(b.cluster().members().len(), 2);
+        drop((seed, a, b));
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        env.stop_and_wait();
+    });
+}
+
+#[test]
+fn gossipers_on_one_runtime_converge_through_several_seeds() {
+    watchdog(LIMIT, || {
+        const N: usize = 30;
+        const SEEDS: usize = 3;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut config = config("c7", &[]);
+        let mut seeds = Vec::new();
+        let mut all = Vec::new();
+        for i in 0..N {
+            let g = runtime
+                .block_on(Gossiper::start(&format!("g{i}"), &config))
+                .unwrap();
+            if i < SEEDS {
+                seeds.push(g.gossip_addr().to_string());
+                config = config.seeds(seeds.clone());
+            }
+            all.push(g);
+        }
+        wait_until("every gossiper lists all", || {
+            all.iter().all(|g| g.live() == N)
+        });
+        // Every seed was reached by joiners, not only the first.
+        for seed in &all[..SEEDS] {
+            assert!(seed.stats().datagrams_in > 0);
+        }
+        drop(all);
+        runtime.shutdown_timeout(Duration::from_secs(5));
+    });
+}
+
+#[test]
+fn a_gossiper_refuses_a_bad_config_and_an_executor_other_than_tokio() {
+    watchdog(LIMIT, || {
+        // Polled once by hand, outside any tokio runtime: refused before any await.
+        let poll_once = |config: ClusterConfig| {
+            let mut start = std::pin::pin!(Gossiper::start("g", &config));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match start.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(r) => r.map(drop),
+                std::task::Poll::Pending => panic!("Gossiper::start waited outside a runtime"),
+            }
+        };
+        assert!(matches!(
+            poll_once(ClusterConfig::new("ok")),
+            Err(ClusterError::NoRuntime)
+        ));
+        assert!(matches!(
+            poll_once(ClusterConfig::new("")),
+            Err(ClusterError::Config(ConfigError::BadName(_)))
+        ));
     });
 }

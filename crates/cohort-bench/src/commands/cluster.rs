@@ -20,14 +20,21 @@ pub struct ClusterArgs {
     /// The steady-state window over which gossip traffic is counted, in seconds.
     #[arg(long = "steady-s", default_value_t = 5.0)]
     pub steady_s: f64,
-    /// Gossip-only member counts (chitchat behind cohort-cluster's transport, no nodes, no
-    /// agents, one runtime of two threads), one round each; none by default.
+    /// Gossip-only member counts (`Gossiper`s: chitchat behind cohort-cluster's transport,
+    /// no nodes, no agents, one runtime of two threads), one round each; none by default.
     #[arg(long = "gossip-only", value_delimiter = ',')]
     pub gossip_only: Vec<usize>,
-    /// The gossip interval of the gossip-only members, in milliseconds (default: the
-    /// cluster's default).
-    #[arg(long = "sim-interval-ms", default_value_t = 400)]
-    pub sim_interval_ms: u64,
+    /// The gossip interval of the gossip-only members, in milliseconds (default: 4 ms per
+    /// member, at least the cluster's default of 400).
+    #[arg(long = "sim-interval-ms")]
+    pub sim_interval_ms: Option<u64>,
+    /// How many of the gossip-only members are seeds (default: one per 25 members).
+    #[arg(long = "sim-seeds")]
+    pub sim_seeds: Option<usize>,
+    /// The window over which the gossip-only members that are not seeds join, one after
+    /// the other, in milliseconds (default: two gossip intervals; 0: all at once).
+    #[arg(long = "sim-stagger-ms")]
+    pub sim_stagger_ms: Option<u64>,
     /// Seconds of the false-down run: 10 members with the default configuration, two
     /// pairs of them in remote ping-pong through groups, back to back; 0 skips it.
     #[arg(long = "false-down-s", default_value_t = 0.0)]
@@ -55,8 +62,14 @@ pub fn validate(a: &ClusterArgs) -> Result<(), String> {
             a.gossip_only
         ));
     }
-    if a.sim_interval_ms == 0 {
+    if a.sim_interval_ms == Some(0) {
         return Err("--sim-interval-ms must be positive".into());
+    }
+    if a.sim_seeds == Some(0) {
+        return Err("--sim-seeds must be at least 1".into());
+    }
+    if a.sim_stagger_ms.is_some_and(|ms| ms > 600_000) {
+        return Err("--sim-stagger-ms must be at most 600000".into());
     }
     if !(0.0..=3600.0).contains(&a.false_down_s) {
         return Err("--false-down-s must be 0 to 3600".into());
@@ -94,16 +107,22 @@ pub fn records(a: &ClusterArgs, runs: usize, machine: &Machine) -> Vec<Record> {
             ])
         }));
     }
-    let interval = Duration::from_millis(a.sim_interval_ms);
     for &n in &a.gossip_only {
+        let plan = cluster::sim::Plan::scaled(
+            n,
+            a.sim_seeds,
+            a.sim_interval_ms.map(Duration::from_millis),
+            a.sim_stagger_ms.map(Duration::from_millis),
+        );
+        let interval_ms = plan.interval.as_millis() as u64;
+        let stagger_ms = plan.stagger.as_millis() as u64;
         let variant = format!(
-            "{n} gossip-only members (no nodes, no agents), one runtime of 2 threads, loopback, \
-             gossip every {} ms",
-            a.sim_interval_ms
+            "{n} gossip-only members (no nodes, no agents), one runtime of {} threads, \
+             loopback, gossip every {interval_ms} ms, {} seeds, joins over {stagger_ms} ms",
+            plan.workers, plan.seeds
         );
-        let p = params(
-            json!({ "members": n, "steady_s": a.steady_s, "interval_ms": a.sim_interval_ms }),
-        );
+        let p = params(json!({ "members": n, "steady_s": a.steady_s,
+            "interval_ms": interval_ms, "seeds": plan.seeds, "stagger_ms": stagger_ms }));
         out.extend(sampled(
             "cluster-gossip-only",
             &variant,
@@ -111,11 +130,20 @@ pub fn records(a: &ClusterArgs, runs: usize, machine: &Machine) -> Vec<Record> {
             runs,
             machine,
             || {
-                let o = cluster::gossip_only(n, interval, steady)?;
-                Ok(vec![
+                let o = cluster::gossip_only(&plan, steady)?;
+                let mut figures = vec![
                     ("converged_ms", o.converged.as_secs_f64() * 1e3),
+                    (
+                        "converged_after_last_join_ms",
+                        o.after_last_join.as_secs_f64() * 1e3,
+                    ),
                     ("gossip_bytes_per_node_per_s", o.bytes_per_node_per_s),
-                ])
+                ];
+                if let Some(d) = o.drops {
+                    figures.push(("udp_drops_gossip_sockets", d.public as f64));
+                    figures.push(("udp_drops_gate_sockets", d.internal as f64));
+                }
+                Ok(figures)
             },
         ));
     }
@@ -146,6 +174,10 @@ pub fn records(a: &ClusterArgs, runs: usize, machine: &Machine) -> Vec<Record> {
                     ("direct_messages_per_s", d),
                     ("group_messages_per_s", g),
                     ("group_over_direct", g / d),
+                    ("direct_messages_per_write", median(&o.direct_batch)),
+                    ("group_messages_per_write", median(&o.group_batch)),
+                    ("direct_cpu_ns_per_message", median(&o.direct_cpu_ns)),
+                    ("group_cpu_ns_per_message", median(&o.group_cpu_ns)),
                 ])
             },
         ));

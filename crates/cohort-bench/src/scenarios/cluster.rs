@@ -3,18 +3,19 @@
 //! - N members, each with its own cohort-remote node and its own gossip runtime (one
 //!   shared agent environment), the default [`ClusterConfig`]: convergence, registration
 //!   spread, crash detection and gossip traffic at steady state ([`run_once`]);
-//! - gossip alone for hundreds of members on one runtime ([`gossip_only`]);
+//! - gossip alone for hundreds of members on one runtime ([`gossip_only`], [`sim`]);
 //! - remote ping-pong between two members, through routing groups against direct proxies
 //!   ([`group_route`]), and the same traffic held for a while to count the members the
 //!   failure detector wrongly declares down ([`false_downs`]).
 
 use cohort::{Agent, AnyMessage, Context, CustomMbox, DefineError, DeregReason, Environment, Mbox};
-use cohort_cluster::sim::Swarm;
 use cohort_cluster::{Cluster, ClusterConfig, Routing};
 use cohort_remote::{Node, NodeConfig, Registry};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
+
+pub mod sim;
 
 /// A measurement that takes longer than this is a failed run rather than a figure.
 const GIVE_UP: Duration = Duration::from_secs(60);
@@ -163,42 +164,42 @@ fn measure(env: &Environment, n: usize, steady: Duration) -> Result<Outcome, Str
 pub struct GossipOutcome {
     /// From the first member's start until every member sees all N live.
     pub converged: Duration,
+    /// From the last member's start until every member sees all N live.
+    pub after_last_join: Duration,
     /// Gossip bytes sent per member per second over the steady window.
     pub bytes_per_node_per_s: f64,
+    /// Receive-buffer drops over the whole run, where the system shows them.
+    pub drops: Option<sim::Drops>,
 }
 
-/// `n` gossip-only members (no nodes, no agents) on one runtime of two threads, gossiping
-/// every `interval`; convergence, then traffic over `steady`.
-pub fn gossip_only(
-    n: usize,
-    interval: Duration,
-    steady: Duration,
-) -> Result<GossipOutcome, String> {
-    let config = ClusterConfig::new(format!("sim-{n}")).gossip_interval(interval);
-    let start = Instant::now();
-    let swarm = Swarm::start(n, &config, 2).map_err(|e| e.to_string())?;
-    let mut converged = None;
-    while start.elapsed() < GIVE_UP * 3 {
+/// A gossip-only swarm started as `plan` says; convergence, then traffic over `steady`.
+pub fn gossip_only(plan: &sim::Plan, steady: Duration) -> Result<GossipOutcome, String> {
+    let n = plan.members;
+    let swarm = sim::Swarm::start(&format!("sim-{n}"), plan)?;
+    let converged = loop {
         if swarm.min_live() == n {
-            converged = Some(start.elapsed());
-            break;
+            break swarm.started.elapsed();
+        }
+        if swarm.started.elapsed() > GIVE_UP * 3 {
+            return Err(format!(
+                "{n} gossip-only members: not converged within {} s (least view {}, drops {:?})",
+                (GIVE_UP * 3).as_secs(),
+                swarm.min_live(),
+                swarm.drops()
+            ));
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-    let converged = converged.ok_or_else(|| {
-        format!(
-            "{n} gossip-only members: not converged within {} s (least view {})",
-            (GIVE_UP * 3).as_secs(),
-            swarm.min_live()
-        )
-    })?;
+    };
+    let after_last_join = converged.saturating_sub(swarm.last_join - swarm.started);
     let before = swarm.bytes_out();
     let t = Instant::now();
     std::thread::sleep(steady);
     let bytes = swarm.bytes_out() - before;
     Ok(GossipOutcome {
         converged,
+        after_last_join,
         bytes_per_node_per_s: bytes as f64 / n as f64 / t.elapsed().as_secs_f64(),
+        drops: swarm.drops(),
     })
 }
 
@@ -262,6 +263,16 @@ impl Agent for Pinger {
             self.target.send(CPing);
         }
     }
+}
+
+/// What a ping-pong round achieved and cost.
+struct RoundCost {
+    /// Messages (pings and pongs) per second.
+    rate: f64,
+    /// Messages written per socket write, over both nodes.
+    per_write: f64,
+    /// CPU time of the whole process per message written, in nanoseconds.
+    cpu_ns: f64,
 }
 
 /// How the ping-pong's messages are addressed.
@@ -339,6 +350,32 @@ impl<'a> PingPong<'a> {
         Ok(pp)
     }
 
+    /// One round, as [`PingPong::round`]; also what it cost, figures that do not move with
+    /// the machine's load as the rate does: the messages the two nodes wrote per socket
+    /// write (how much their writers batched), and the process's CPU time per message.
+    fn round_costed(
+        &self,
+        route: Route,
+        messages: u64,
+        in_flight: u64,
+        c: usize,
+    ) -> Result<RoundCost, String> {
+        let written = || {
+            let (a, b) = (self.client.0.stats(), self.server.0.stats());
+            (a.writes + b.writes, a.messages_out + b.messages_out)
+        };
+        let cpu = || crate::cpu::threads_named("").unwrap_or_default();
+        let ((w0, m0), c0) = (written(), cpu());
+        let rate = self.round(route, messages, in_flight, c)?;
+        let (c1, (w1, m1)) = (cpu(), written());
+        let sent = (m1 - m0).max(1) as f64;
+        Ok(RoundCost {
+            rate,
+            per_write: sent / (w1 - w0).max(1) as f64,
+            cpu_ns: (c1.saturating_sub(c0)).as_nanos() as f64 / sent,
+        })
+    }
+
     /// One round: every client sends `messages / 2` pings, `in_flight` outstanding; the
     /// messages (pings and pongs) per second.
     fn round(&self, route: Route, messages: u64, in_flight: u64, c: usize) -> Result<f64, String> {
@@ -399,12 +436,21 @@ impl<'a> PingPong<'a> {
     }
 }
 
-/// The figures of the group-route comparison: messages per second of each round.
+/// The figures of the group-route comparison, one per round: messages per second,
+/// messages per socket write, and CPU nanoseconds per message.
 pub struct RouteOutcome {
-    /// Through direct proxies.
+    /// Messages per second through direct proxies.
     pub direct: Vec<f64>,
-    /// Through routing groups.
+    /// Messages per second through routing groups.
     pub group: Vec<f64>,
+    /// Messages per write through direct proxies.
+    pub direct_batch: Vec<f64>,
+    /// Messages per write through routing groups.
+    pub group_batch: Vec<f64>,
+    /// CPU per message through direct proxies.
+    pub direct_cpu_ns: Vec<f64>,
+    /// CPU per message through routing groups.
+    pub group_cpu_ns: Vec<f64>,
 }
 
 /// Ping-pong between two members of a 3-member cluster, `rounds` rounds of each route,
@@ -437,12 +483,20 @@ fn group_route_in(
     let mut out = RouteOutcome {
         direct: Vec::new(),
         group: Vec::new(),
+        direct_batch: Vec::new(),
+        group_batch: Vec::new(),
+        direct_cpu_ns: Vec::new(),
+        group_cpu_ns: Vec::new(),
     };
     for _ in 0..rounds {
-        out.direct
-            .push(pp.round(Route::Direct, messages, in_flight, 0)?);
-        out.group
-            .push(pp.round(Route::Group, messages, in_flight, 0)?);
+        let d = pp.round_costed(Route::Direct, messages, in_flight, 0)?;
+        out.direct.push(d.rate);
+        out.direct_batch.push(d.per_write);
+        out.direct_cpu_ns.push(d.cpu_ns);
+        let g = pp.round_costed(Route::Group, messages, in_flight, 0)?;
+        out.group.push(g.rate);
+        out.group_batch.push(g.per_write);
+        out.group_cpu_ns.push(g.cpu_ns);
     }
     Ok(out)
 }
