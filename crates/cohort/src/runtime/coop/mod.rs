@@ -152,6 +152,12 @@ mod sizes {
     }
 
     #[test]
+    fn a_registered_cooperation_is_one_240_byte_allocation() {
+        // With the `Arc`'s counts; skynet's and idle agents' cooperations have ten agents.
+        assert!(std::mem::size_of::<super::CoopInner>() <= 224);
+    }
+
+    #[test]
     fn message_demand_is_40_bytes() {
         assert_eq!(std::mem::size_of::<crate::agent::demand::Demand>(), 40);
     }
