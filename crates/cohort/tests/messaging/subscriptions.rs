@@ -4,6 +4,7 @@
 use crate::common;
 
 use cohort::{Agent, Context, DefineError, DeliveryFailure, Environment, SubscribeError};
+use common::dispatchers::Kind;
 use common::{DeadLetters, TIMEOUT, watchdog};
 use std::sync::mpsc::{self, Sender};
 
@@ -163,5 +164,139 @@ fn unsubscribing_in_define() {
         env.stop_and_wait();
         assert_eq!(env2.dead_letters(), 1);
         assert_eq!(dead.of::<Ping>(), vec![DeliveryFailure::NoHandler]);
+    });
+}
+
+/// Starts an environment recording its dead letters, with `agent` registered on a new
+/// dispatcher of `kind`.
+fn start_on<A: Agent>(kind: Kind, agent: A) -> (cohort::WrappedEnv, DeadLetters, cohort::Mbox) {
+    let (builder, dead) = DeadLetters::builder();
+    let env = builder.start().unwrap();
+    let mut coop = env.new_coop();
+    coop.set_binder(kind.binder(&env, "subscriber"));
+    let mbox = coop.add(agent).mbox();
+    env.register_coop(coop).unwrap();
+    (env, dead, mbox)
+}
+
+/// Subscribes one handler only, so its table is the inline one: that handler replaces itself,
+/// and the replacement subscribes a second type while it runs (the table spills under it).
+struct Lone {
+    tx: Sender<String>,
+}
+
+impl Lone {
+    fn first(&mut self, _: &Ping, ctx: &mut Context<'_, Self>) {
+        let removed = ctx.unsubscribe::<Ping>();
+        let again = ctx.on(Self::second).is_ok();
+        let _ = self
+            .tx
+            .send(format!("first: removed {removed}, again {again}"));
+    }
+
+    fn second(&mut self, _: &Ping, ctx: &mut Context<'_, Self>) {
+        let more = ctx
+            .on(|me: &mut Self, _: &Enable, _: &mut Context<'_, Self>| {
+                let _ = me.tx.send("enable".into());
+            })
+            .is_ok();
+        let _ = self.tx.send(format!("second: more {more}"));
+    }
+}
+
+impl Agent for Lone {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(Self::first)?;
+        Ok(())
+    }
+}
+
+/// A handler that is its agent's only subscription may unsubscribe itself, subscribe its
+/// replacement and subscribe more types, on every dispatcher: the replacement, not the
+/// running handler, takes the next message, and both types are served after the table grew.
+#[test]
+fn a_lone_handler_replaces_itself_and_subscribes_more() {
+    common::dispatchers::on_every_kind(|kind| {
+        let (tx, rx) = mpsc::channel();
+        let (env, dead, lone) = start_on(kind, Lone { tx });
+        for m in 0..3 {
+            lone.send(Ping);
+            if m == 1 {
+                lone.send(Enable);
+                lone.send(Disable); // never subscribed
+            }
+        }
+        let reports = common::recv_n(&rx, 4, "the four reports");
+        env.stop_and_wait();
+        assert_eq!(
+            reports,
+            [
+                "first: removed true, again true",
+                "second: more true",
+                "enable",
+                "second: more false",
+            ],
+            "{kind:?}"
+        );
+        assert_eq!(
+            dead.of::<Disable>(),
+            [DeliveryFailure::NoHandler],
+            "{kind:?}"
+        );
+        assert!(dead.of::<Ping>().is_empty(), "{kind:?}");
+    });
+}
+
+/// A message type per index: an agent with many subscriptions.
+#[derive(Debug, Clone, Copy)]
+struct Tag<const N: u8>;
+
+/// Subscribes to twelve types, whose handlers report their index.
+struct Many {
+    tx: Sender<u8>,
+}
+
+impl Many {
+    fn on_tag<const N: u8>(&mut self, _: &Tag<N>, _: &mut Context<'_, Self>) {
+        let _ = self.tx.send(N);
+    }
+}
+
+impl Agent for Many {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(Self::on_tag::<0>)?;
+        ctx.on(Self::on_tag::<1>)?;
+        ctx.on(Self::on_tag::<2>)?;
+        ctx.on(Self::on_tag::<3>)?;
+        ctx.on(Self::on_tag::<4>)?;
+        ctx.on(Self::on_tag::<5>)?;
+        ctx.on(Self::on_tag::<6>)?;
+        ctx.on(Self::on_tag::<7>)?;
+        ctx.on(Self::on_tag::<8>)?;
+        ctx.on(Self::on_tag::<9>)?;
+        ctx.on(Self::on_tag::<10>)?;
+        ctx.on(Self::on_tag::<11>)?;
+        assert!(ctx.on(Self::on_tag::<5>).is_err(), "a duplicate among many");
+        Ok(())
+    }
+}
+
+/// An agent with many subscriptions (past the one kept inline) gets each type in its own
+/// handler, in send order, on every dispatcher.
+#[test]
+fn many_subscriptions_each_reach_their_handler() {
+    common::dispatchers::on_every_kind(|kind| {
+        let (tx, rx) = mpsc::channel();
+        let (env, dead, many) = start_on(kind, Many { tx });
+        many.send(Tag::<11>);
+        many.send(Tag::<0>);
+        many.send(Tag::<7>);
+        many.send(Tag::<3>);
+        many.send(Ping); // not subscribed
+        many.send(Tag::<5>);
+        let got = common::recv_n(&rx, 5, "five tags");
+        env.stop_and_wait();
+        assert_eq!(got, [11, 0, 7, 3, 5], "{kind:?}");
+        assert_eq!(dead.of::<Ping>(), [DeliveryFailure::NoHandler], "{kind:?}");
     });
 }

@@ -260,3 +260,53 @@ fn a_state_subscribed_twice_to_a_named_mailbox_gets_each_message_once() {
     );
     assert_eq!(log, ["a1 1", "a1 2"]);
 }
+
+/// The agent's one handler (kept inline in its cell until then) creates a state with its own
+/// handler while it runs and switches there; the table spills with the running handler in it,
+/// which must come back to its place: the default state's `Ping` still reaches it.
+#[test]
+fn a_lone_handler_adds_a_state_while_it_runs() {
+    let (log, dead) = run(
+        |ctx| {
+            let home = ctx.current_state();
+            let mut away: Option<State> = None;
+            ctx.on(
+                move |me: &mut Scripted, _: &Ping, ctx: &mut Context<'_, Scripted>| {
+                    me.note("ping at home");
+                    let st = match away {
+                        Some(st) => st,
+                        None => {
+                            let st = ctx.new_state("away").unwrap();
+                            ctx.in_state(&st)
+                                .on(
+                                    move |me: &mut Scripted,
+                                          _: &Ping,
+                                          ctx: &mut Context<'_, Scripted>| {
+                                        me.note("ping away");
+                                        ctx.change_state(&home).unwrap();
+                                    },
+                                )
+                                .unwrap();
+                            away = Some(st);
+                            st
+                        }
+                    };
+                    ctx.change_state(&st).unwrap();
+                },
+            )?;
+            Ok(())
+        },
+        |mbox| {
+            for _ in 0..4 {
+                mbox.send(Ping);
+            }
+            mbox.send(Pong);
+        },
+    );
+    assert_eq!(
+        log,
+        ["ping at home", "ping away", "ping at home", "ping away"]
+    );
+    assert!(dead.of::<Ping>().is_empty());
+    assert_eq!(dead.of::<Pong>(), [DeliveryFailure::NoHandler]);
+}

@@ -162,7 +162,7 @@ fn group_by_queue(
         return (
             Groups {
                 first: Some(group),
-                more: Box::new([]),
+                more: thin_vec::ThinVec::new(),
             },
             None,
         );
