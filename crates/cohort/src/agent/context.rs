@@ -139,23 +139,15 @@ impl<'a, A: Agent> Context<'a, A> {
             Some((_, Some(n))) => Some(n.clone()),
         };
         let id = named.as_ref().map_or(own, |n| n.id());
-        let register = named.is_some() && !self.subs.has_any(own, id, key);
-        self.subs.add(
-            own,
-            state,
-            action,
-            id,
-            key,
-            type_name,
-            handler,
-            named.clone(),
-        )?;
+        let register = named.is_some() && !self.subs.has_any(id, key);
+        self.subs
+            .add(state, action, id, key, type_name, handler, named.clone())?;
         if let (true, Some(n)) = (register, named)
             && let Err(e) = self.register_named(&n, key, type_name())
         {
             // Refused (a unique-subscribers mailbox taken): take the new entry out without
             // unregistering, since it never was registered.
-            self.subs.forget(own, id, key);
+            self.subs.forget(id, key);
             return Err(e);
         }
         Ok(())
@@ -269,7 +261,6 @@ impl<'a, A: Agent> Context<'a, A> {
             immutable_handler(move |a: &mut A, m: &M, _: &mut Context<'_, A>| exclusive(a, m)),
         )?;
         self.subs.add_shared(
-            id,
             id,
             TypeId::of::<M>(),
             DEFAULT_STATE,
@@ -424,7 +415,7 @@ impl<'a, A: Agent> Context<'a, A> {
             return Err(SubscribeError::FilterOnDirectMailbox { message_type });
         };
         let key = TypeId::of::<M>();
-        if !self.subs.has_any(self.cell().mbox_id(), named.id(), key) {
+        if !self.subs.has_any(named.id(), key) {
             return Err(SubscribeError::FilterWithoutSubscription { message_type });
         }
         // SAFETY: the filter is kept under the key `TypeId::of::<M>()`, which only envelopes
@@ -566,7 +557,7 @@ where
     M: Send + 'static,
     F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
 {
-    Handler::new::<M, _>(
+    Box::new(
         move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
             // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
             // envelopes built from an immutable (possibly shared) `M` carry.
@@ -583,7 +574,7 @@ where
     M: Send + 'static,
     F: for<'c> FnMut(&mut A, M, &mut Context<'c, A>) + Send + 'static,
 {
-    Handler::new::<Mutable<M>, _>(
+    Box::new(
         move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
             // SAFETY: the key `TypeId::of::<Mutable<M>>()` is only carried by envelopes
             // built by `Envelope::mutable::<M>`; the message is taken exactly once.

@@ -5,7 +5,6 @@
 pub(crate) mod cell;
 mod context;
 pub(crate) mod demand;
-mod handler;
 pub(crate) mod state;
 pub(crate) mod subscription;
 

@@ -1,7 +1,7 @@
 //! [`AgentBody`]: the agent and its subscriptions, touched only by the thread running its
 //! queue, behind the one dynamic call per message ([`ErasedBody`]).
 
-use super::{DynCell, FINISHED, mbox_id_of};
+use super::{DynCell, FINISHED};
 use crate::agent::subscription::{Handler, Subscriptions};
 use crate::agent::{Agent, Context};
 use crate::mailbox::MboxId;
@@ -158,9 +158,8 @@ impl<A: Agent> AgentBody<A> {
         }
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
-        let result = catch_unwind(AssertUnwindSafe(|| handler.call(agent, msg, &mut ctx)));
-        self.subs
-            .put_back(mbox_id_of(this), slot, mbox, key, handler);
+        let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
+        self.subs.put_back(slot, mbox, key, handler);
         if let Err(payload) = result {
             self.on_panic(this, type_name(), payload);
         }
@@ -182,7 +181,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             return dead_letter_here(this, mbox, msg, DeliveryFailure::ReceiverGone);
         }
         let key = msg.key();
-        let Some((slot, handler)) = self.subs.take(mbox_id_of(this), mbox, key) else {
+        let Some((slot, handler)) = self.subs.take(mbox, key) else {
             // Not in the current state: its parents, transfers, the dead-letter handler.
             return self.handle_unmatched(this, mbox, msg);
         };
@@ -305,7 +304,7 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     }
 
     fn state_path(&self) -> Vec<String> {
-        match self.subs.machine() {
+        match &self.subs.machine {
             None => vec!["<default>".into()],
             Some(m) => std::iter::successors(Some(m.current), |&s| m.parent(s))
                 .map(|s| m.name(s).to_string())

@@ -85,13 +85,6 @@ impl DynCell {
     }
 }
 
-/// The direct mailbox id of the agent in `cell`: the cell's address (see
-/// [`DynCell::mbox_id`]), without dereferencing it.
-#[inline(always)]
-pub(crate) fn mbox_id_of(cell: std::ptr::NonNull<DynCell>) -> MboxId {
-    MboxId(cell.as_ptr().cast::<()>() as usize)
-}
-
 /// A cell with its agent type erased.
 pub(crate) type DynCell = AgentCell<dyn ErasedBody>;
 

@@ -19,8 +19,9 @@ impl<'a, A: Agent> Context<'a, A> {
     }
 
     fn machine(&mut self) -> &mut StateMachine<A> {
-        let own = self.cell().mbox_id();
-        self.subs.machine_or_new(own)
+        self.subs
+            .machine
+            .get_or_insert_with(|| Box::new(StateMachine::new()))
     }
 
     fn handle(&self, index: u16) -> State {
@@ -32,7 +33,7 @@ impl<'a, A: Agent> Context<'a, A> {
 
     /// The index of `st` if it is one of this agent's states.
     fn own(&self, st: &State) -> Option<u16> {
-        let known = match self.subs.machine() {
+        let known = match &self.subs.machine {
             Some(m) => m.states.len(),
             None => 1,
         };
@@ -84,7 +85,7 @@ impl<'a, A: Agent> Context<'a, A> {
 
     /// Whether `st` is active: the current state or one of its ancestors.
     pub fn is_in(&self, st: &State) -> bool {
-        match (self.own(st), self.subs.machine()) {
+        match (self.own(st), &self.subs.machine) {
             (Some(i), Some(m)) => m.is_in(i),
             (Some(i), None) => i == DEFAULT_STATE,
             (None, _) => false,
@@ -94,7 +95,7 @@ impl<'a, A: Agent> Context<'a, A> {
     /// The name `st` was created with; `None` for another agent's state.
     pub fn state_name(&self, st: &State) -> Option<&str> {
         let i = self.own(st)?;
-        Some(match self.subs.machine() {
+        Some(match &self.subs.machine {
             Some(m) => m.name(i),
             None => "<default>",
         })

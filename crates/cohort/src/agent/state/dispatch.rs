@@ -6,7 +6,7 @@ use super::DEAD_LETTER_STATE;
 use super::machine::Effect;
 use super::time_limit::{self, StateTimeout};
 use super::unhandled::Unhandled;
-use crate::agent::cell::{AgentBody, DynCell, dead_letter_here, mbox_id_of};
+use crate::agent::cell::{AgentBody, DynCell, dead_letter_here};
 use crate::agent::subscription::{HANDLE, SUPPRESS, Subscriptions};
 use crate::agent::{Agent, Context};
 use crate::defaults::MAX_STATE_TRANSFERS;
@@ -27,13 +27,13 @@ enum Route {
 }
 
 /// Looks for (mailbox, type) in the current state, then in each of its parents.
-fn route<A: Agent>(subs: &Subscriptions<A>, own: MboxId, mbox: MboxId, key: TypeId) -> Route {
-    let Some(machine) = subs.machine() else {
+fn route<A: Agent>(subs: &Subscriptions<A>, mbox: MboxId, key: TypeId) -> Route {
+    let Some(machine) = &subs.machine else {
         return Route::Missing;
     };
     let mut state = Some(machine.current);
     while let Some(s) = state {
-        match subs.find(own, mbox, key, s) {
+        match subs.find(mbox, key, s) {
             Some((i, HANDLE)) => return Route::Handle(i),
             Some((_, SUPPRESS)) => return Route::Suppress,
             Some((_, target)) => return Route::Transfer(target),
@@ -53,7 +53,7 @@ impl<A: Agent> AgentBody<A> {
             // A future's output or an ask's outcome: no subscription, it runs in any state.
             return self.run_completion(this, msg);
         }
-        if self.subs.machine().is_none() {
+        if self.subs.machine.is_none() {
             return dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler);
         }
         if key == TypeId::of::<StateTimeout>() {
@@ -62,7 +62,7 @@ impl<A: Agent> AgentBody<A> {
             return self.on_state_timeout(this, timeout);
         }
         for _ in 0..=MAX_STATE_TRANSFERS {
-            match route(&self.subs, mbox_id_of(this), mbox, key) {
+            match route(&self.subs, mbox, key) {
                 Route::Handle(i) => {
                     return match self.subs.take_at(i) {
                         Some((slot, handler)) => {
@@ -74,7 +74,7 @@ impl<A: Agent> AgentBody<A> {
                 Route::Suppress => return,
                 Route::Missing => return self.dead_letter(this, mbox, msg),
                 Route::Transfer(target) => {
-                    if let Some(m) = self.subs.machine_mut()
+                    if let Some(m) = self.subs.machine.as_mut()
                         && m.switch(target)
                     {
                         self.run_effects(this);
@@ -94,14 +94,16 @@ impl<A: Agent> AgentBody<A> {
     /// dead-letter handler for any type, else counted.
     fn dead_letter(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
         let key = msg.key();
-        if let Some((i, HANDLE)) = self
-            .subs
-            .find(mbox_id_of(this), mbox, key, DEAD_LETTER_STATE)
+        if let Some((i, HANDLE)) = self.subs.find(mbox, key, DEAD_LETTER_STATE)
             && let Some((slot, handler)) = self.subs.take_at(i)
         {
             return self.run_handler(this, slot, mbox, key, handler, msg);
         }
-        let handler = self.subs.machine_mut().and_then(|m| m.dead_letter.take());
+        let handler = self
+            .subs
+            .machine
+            .as_mut()
+            .and_then(|m| m.dead_letter.take());
         let Some(mut handler) = handler else {
             return dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler);
         };
@@ -109,7 +111,7 @@ impl<A: Agent> AgentBody<A> {
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| handler(agent, letter, &mut ctx)));
-        if let Some(m) = self.subs.machine_mut() {
+        if let Some(m) = self.subs.machine.as_mut() {
             m.dead_letter.get_or_insert(handler);
         }
         if let Err(payload) = result {
@@ -122,7 +124,7 @@ impl<A: Agent> AgentBody<A> {
 
     /// A state's time limit expired: switch, unless the state was left since.
     fn on_state_timeout(&mut self, this: NonNull<DynCell>, t: StateTimeout) {
-        let Some(m) = self.subs.machine_mut() else {
+        let Some(m) = self.subs.machine.as_mut() else {
             return;
         };
         let info = &mut m.states[usize::from(t.state)];
@@ -142,7 +144,7 @@ impl<A: Agent> AgentBody<A> {
     #[cold]
     #[inline(never)]
     pub(crate) fn run_effects(&mut self, this: NonNull<DynCell>) {
-        let Some(m) = self.subs.machine_mut() else {
+        let Some(m) = self.subs.machine.as_mut() else {
             return;
         };
         m.has_pending = false;
@@ -157,14 +159,14 @@ impl<A: Agent> AgentBody<A> {
                 }
             }
         }
-        if let Some(m) = self.subs.machine_mut() {
+        if let Some(m) = self.subs.machine.as_mut() {
             m.in_hook = false;
             m.pending = effects; // empty: keeps its capacity for the next switch
         }
     }
 
     fn run_hook(&mut self, this: NonNull<DynCell>, s: u16, enter: bool) {
-        let Some(m) = self.subs.machine_mut() else {
+        let Some(m) = self.subs.machine.as_mut() else {
             return;
         };
         let info = &mut m.states[usize::from(s)];
@@ -177,7 +179,7 @@ impl<A: Agent> AgentBody<A> {
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
         let result = catch_unwind(AssertUnwindSafe(|| hook(agent, &mut ctx)));
-        if let Some(m) = self.subs.machine_mut() {
+        if let Some(m) = self.subs.machine.as_mut() {
             let info = &mut m.states[usize::from(s)];
             let slot = if enter {
                 &mut info.on_enter
@@ -192,7 +194,7 @@ impl<A: Agent> AgentBody<A> {
     }
 
     fn start_time_limit(&mut self, this: NonNull<DynCell>, s: u16) {
-        let Some(m) = self.subs.machine_mut() else {
+        let Some(m) = self.subs.machine.as_mut() else {
             return;
         };
         if !m.is_in(s) {
@@ -208,7 +210,7 @@ impl<A: Agent> AgentBody<A> {
         };
         let ctx = Context::new(this, self.coop, &mut self.subs);
         let slot = time_limit::start(&ctx.environment(), &ctx.self_mbox(), limit, msg);
-        if let Some(m) = self.subs.machine_mut() {
+        if let Some(m) = self.subs.machine.as_mut() {
             m.states[usize::from(s)].timer = Some(slot);
         }
     }
@@ -216,7 +218,7 @@ impl<A: Agent> AgentBody<A> {
     /// Leaves every active state (its `on_exit` hooks innermost first, its time limits
     /// cancelled): the agent is finishing.
     pub(crate) fn leave_states(&mut self, this: NonNull<DynCell>) {
-        if let Some(m) = self.subs.machine_mut() {
+        if let Some(m) = self.subs.machine.as_mut() {
             m.in_hook = false;
             m.leave(m.current, None);
             m.current = super::DEFAULT_STATE;

@@ -162,7 +162,7 @@ fn group_by_queue(
         return (
             Groups {
                 first: Some(group),
-                more: thin_vec::ThinVec::new(),
+                more: Box::new([]),
             },
             None,
         );

@@ -16,7 +16,6 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use thin_vec::ThinVec;
 
 /// How many cooperations have begun finishing, in this process: a 1:N send reads it once
 /// and carries it, so that a receiver whose cooperation began finishing at or before that
@@ -47,9 +46,8 @@ pub(super) struct CoopState {
     /// Head of the intrusive list of live children (linked through their `links`).
     pub(super) first_child: Option<Arc<CoopInner>>,
     pub(super) children: usize,
-    /// Woken once the cooperation is gone (see `wait.rs`); a thin vector, since every
-    /// cooperation has the field and few are waited for.
-    pub(super) gone_waiters: ThinVec<std::task::Waker>,
+    /// Woken once the cooperation is gone (see `wait.rs`).
+    pub(super) gone_waiters: Vec<std::task::Waker>,
     /// The panic that deregistered it, if one did.
     pub(super) panic: PanicRecord,
 }
@@ -71,11 +69,10 @@ pub(super) struct Group {
     pub(super) end: u32,
 }
 
-/// A cooperation's groups: the first inline (most cooperations have one), the rest in a thin
-/// vector (one word in every cooperation, allocated only for a second group).
+/// A cooperation's groups: the first inline (most cooperations have one), the rest boxed.
 pub(super) struct Groups {
     pub(super) first: Option<Group>,
-    pub(super) more: ThinVec<Group>,
+    pub(super) more: Box<[Group]>,
 }
 
 impl Groups {
@@ -131,7 +128,7 @@ impl CoopInner {
     pub(crate) fn root(env: Arc<EnvShared>) -> Self {
         let groups = Groups {
             first: None,
-            more: ThinVec::new(),
+            more: Box::new([]),
         };
         Self::new(CoopId(0), env, None, Box::new([]), groups, None)
     }
@@ -163,7 +160,7 @@ impl CoopInner {
                 reason: DeregReason::Normal,
                 first_child: None,
                 children: 0,
-                gone_waiters: ThinVec::new(),
+                gone_waiters: Vec::new(),
                 panic: None,
             }),
             links: UnsafeCell::new(Links {
