@@ -192,6 +192,9 @@ impl Target {
     }
 }
 
+/// A registered cooperation of receivers and their names.
+type Live = (CoopHandle, Vec<Arc<str>>);
+
 /// A dispatcher of the round: its label, binder and handled-message counter.
 struct Kind {
     label: String,
@@ -246,7 +249,7 @@ impl Round {
         kind: usize,
         rng: &mut Rng,
         parent: Option<&CoopHandle>,
-    ) -> Result<Option<(CoopHandle, Vec<Arc<str>>)>, String> {
+    ) -> Result<Option<Live>, String> {
         let mut coop = self.env.new_coop();
         coop.set_binder(self.kinds[kind].binder.clone());
         if let Some(p) = parent {
@@ -346,7 +349,7 @@ fn sender(round: Arc<Round>, index: usize, seed: u64) -> Result<(), String> {
 /// Registers and deregisters cooperations at random until the round stops.
 fn churner(round: Arc<Round>, seed: u64) -> Result<(), String> {
     let mut rng = Rng::new(seed);
-    let mut live: Vec<(CoopHandle, Vec<Arc<str>>)> = Vec::new();
+    let mut live: Vec<Live> = Vec::new();
     // Deregistered receivers stay with the senders a little longer, so sends race with
     // the deregistration and reach agents that are finishing or gone.
     let mut retiring: Vec<(u32, Vec<Arc<str>>)> = Vec::new();

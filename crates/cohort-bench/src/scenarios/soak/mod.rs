@@ -71,7 +71,7 @@ impl Agent for Worker {
         ctx.on(|me: &mut Self, _: &Job, _: &mut Context<'_, Self>| {
             me.jobs += 1;
             me.sink.send(Done);
-            if me.jobs % 4 == 0 {
+            if me.jobs.is_multiple_of(4) {
                 me.chain.send(me.jobs);
             }
         })?;
@@ -158,7 +158,7 @@ impl Local {
             };
             self.env
                 .send_delayed(w, Duration::from_millis(1 + tick % 20), Delayed);
-            if tick % 20 == 0 {
+            if tick.is_multiple_of(20) {
                 let mut coop = self.env.new_coop();
                 let b = &self.churn_binders[(tick / 20) as usize % self.churn_binders.len()];
                 coop.set_binder(b.clone());
@@ -170,7 +170,7 @@ impl Local {
                     churned.remove(0).deregister(DeregReason::Normal);
                 }
             }
-            if tick % 200 == 0 {
+            if tick.is_multiple_of(200) {
                 // The old periodic timer is cancelled as its handle drops.
                 periodic = Some(self.env.send_periodic(
                     &self.sink,
