@@ -21,7 +21,7 @@ pub struct SoakArgs {
     /// Seconds between samples (default: 10, or 1 for a run under 5 minutes).
     #[arg(long)]
     pub sample_secs: Option<u64>,
-    /// Where the samples (samples.csv, soak.json) and the plot (soak.svg) go.
+    /// Where the samples (samples.csv, soak.json) and the plot (soak.svg, soak.png) go.
     #[arg(long, default_value = "target/soak")]
     pub out: PathBuf,
     /// Without the remote part (no child process).
@@ -221,7 +221,9 @@ fn write(dir: &Path, r: &Results<'_>) -> Result<Vec<PathBuf>, String> {
         total.as_secs()
     );
     plot::draw(&plot_path, &title, &series, warm)?;
-    Ok(vec![csv_path, json_path, plot_path])
+    let png_path = dir.join("soak.png");
+    plot::draw(&png_path, &title, &series, warm)?;
+    Ok(vec![csv_path, json_path, plot_path, png_path])
 }
 
 fn print(verdicts: &[Verdict], problems: &[String], counts: &Counts, passed: bool, format: Format) {

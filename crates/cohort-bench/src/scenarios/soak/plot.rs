@@ -14,6 +14,7 @@ pub struct Series<'a> {
 }
 
 const COLORS: [RGBColor; 2] = [RGBColor(31, 119, 180), RGBColor(214, 39, 40)];
+const WARMUP: RGBColor = RGBColor(255, 160, 0);
 
 /// Draws the three panels into `path`; `warmup` in seconds.
 pub fn draw(path: &Path, title: &str, series: &[Series<'_>], warmup: f64) -> Result<(), String> {
@@ -83,10 +84,13 @@ where
             .map_err(err)?;
         let w = warmup / 60.0;
         chart
-            .draw_series(LineSeries::new([(w, 0.0), (w, top)], BLACK.mix(0.4)))
+            .draw_series(LineSeries::new(
+                [(w, 0.0), (w, top)],
+                WARMUP.stroke_width(2),
+            ))
             .map_err(err)?
             .label("end of warm-up")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], BLACK.mix(0.4)));
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], WARMUP.stroke_width(2)));
         for (s, color) in series.iter().zip(COLORS) {
             chart
                 .draw_series(LineSeries::new(
