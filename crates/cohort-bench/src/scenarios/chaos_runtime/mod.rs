@@ -621,5 +621,8 @@ mod tests {
             out.coops_registered > 0 && out.timers.scheduled > 0,
             "{out:?}"
         );
+        let kinds = super::super::every_placement().len();
+        assert_eq!(out.handled_by_kind.len(), kinds);
+        assert!(out.handled_by_kind.values().all(|&n| n > 0), "{out:?}");
     }
 }
