@@ -2,9 +2,10 @@
 //! the output format). Each scenario's own flags live with its records in `commands/`.
 
 use crate::commands::{
-    async_interop, chains, churn, cluster, counting_actor, fan_out, floor, http_load, idle_agents,
-    idle_cpu, latency, locality, parallel_thread_ring, ping_pong, producer_consumer, remote_flood,
-    remote_ping_pong, restart, self_send, skynet, state_switch, thread_ring, timers,
+    async_interop, chains, chaos_runtime, churn, cluster, counting_actor, fan_out, floor,
+    http_load, idle_agents, idle_cpu, latency, locality, parallel_thread_ring, ping_pong,
+    producer_consumer, remote_flood, remote_ping_pong, restart, self_send, skynet, soak,
+    state_switch, thread_ring, timers,
 };
 use crate::plans::sobjectizer_grids;
 use crate::report::Format;
@@ -120,6 +121,15 @@ pub enum Command {
     /// N cluster members in this process on loopback, each its own remoting node and gossip
     /// runtime (issue 29): convergence, registration spread, crash detection, gossip bytes.
     Cluster(cluster::ClusterArgs),
+    /// A mixed workload (every dispatcher kind, named mailboxes, timers, chains,
+    /// request/reply, remote traffic with a child process) for minutes, sampling RSS, open
+    /// file descriptors and threads of both processes: samples, a plot and a growth verdict
+    /// (issue 28).
+    Soak(soak::SoakArgs),
+    /// Cooperations churned from several threads, panics, restarts, overflowing limits,
+    /// timers cancelled while firing and stops in the middle, on every dispatcher kind, every
+    /// message checked by the ledger (issue 28).
+    ChaosRuntime(chaos_runtime::ChaosRuntimeArgs),
     /// The echo side of remote-ping-pong as a child process (started by remote-ping-pong).
     #[command(hide = true)]
     RemotePingPongServer(remote_ping_pong::ServerArgs),

@@ -3,6 +3,7 @@
 
 pub mod async_interop;
 pub mod chains;
+pub mod chaos_runtime;
 pub mod churn;
 pub mod cluster;
 pub mod counting_actor;
@@ -21,6 +22,7 @@ pub mod remote_ping_pong;
 pub mod restart;
 pub mod self_send;
 pub mod skynet;
+pub mod soak;
 pub mod state_switch;
 pub mod thread_ring;
 pub mod timers;

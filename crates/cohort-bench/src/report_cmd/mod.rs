@@ -3,7 +3,7 @@
 //! `--x PARAM`, lines of the median over that parameter (max_demands_at_once curves, pool
 //! sizes); latency percentiles of every variant that has them; and a markdown table.
 
-mod plots;
+pub(crate) mod plots;
 
 pub use plots::load_font;
 mod rows;

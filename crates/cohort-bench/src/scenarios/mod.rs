@@ -2,6 +2,7 @@
 
 pub mod async_interop;
 pub mod chains;
+pub mod chaos_runtime;
 pub mod churn;
 pub mod cluster;
 pub mod counting_actor;
@@ -19,6 +20,7 @@ pub mod remote_ping_pong;
 pub mod restart;
 pub mod self_send;
 pub mod skynet;
+pub mod soak;
 pub mod state_switch;
 pub mod thread_ring;
 pub mod timers;
@@ -48,6 +50,21 @@ pub enum Dispatcher {
     /// One thread running agents by priority, quoted round robin (`prio_one_thread`, quota 4
     /// for each priority; every agent at the lowest).
     PrioQuoted,
+}
+
+/// Every dispatcher kind, pools with each fifo: where the reliability runs (soak, runtime
+/// chaos) spread their agents.
+pub fn every_placement() -> Vec<Placement> {
+    use Dispatcher::*;
+    let mut all: Vec<Placement> = [OneThread, ActiveObj, ActiveGroup, PrioStrict, PrioQuoted]
+        .map(Placement::of)
+        .into();
+    for d in [ThreadPool, WorkStealing, AdvThreadPool] {
+        for f in [FifoArg::Cooperation, FifoArg::Individual] {
+            all.push(Placement::of(d).fifo(f));
+        }
+    }
+    all
 }
 
 /// A pool's fifo, as a flag.

@@ -363,6 +363,13 @@ impl ClientSide {
         })
     }
 
+    /// Lets the next round's clients take the first slots again (their `pong-<slot>` names
+    /// and the echo side's cached proxies are reused instead of piling up: a long run of
+    /// rounds then holds what one round holds).
+    pub fn rewind_slots(&mut self) {
+        self.next_slot = 0;
+    }
+
     /// One round: `clients` clients, each `messages` (pings + pongs) with `in_flight`
     /// outstanding; with `latency`, every round trip is recorded.
     pub fn round(
@@ -493,6 +500,11 @@ impl ChildServer {
         Ok(Self { child, addr, lines })
     }
 
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits for the server's `READY` (after the client connected).
     pub fn ready(&mut self) -> Result<(), String> {
         match self.lines.next() {
@@ -570,6 +582,14 @@ impl Pair {
     pub fn client(&mut self) -> &mut ClientSide {
         match self {
             Pair::One(_, c) | Pair::Two { client: c, .. } => c,
+        }
+    }
+
+    /// The echo side's process id, when it runs in a child process.
+    pub fn child_pid(&self) -> Option<u32> {
+        match self {
+            Pair::One(..) => None,
+            Pair::Two { _server: s, .. } => Some(s.pid()),
         }
     }
 

@@ -60,10 +60,11 @@ impl Agent for Crasher {
 type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Sync + Send>;
 
 /// Silences the default panic hook while alive (every restart here is a panic on purpose).
-struct QuietPanics(Option<PanicHook>);
+pub struct QuietPanics(Option<PanicHook>);
 
 impl QuietPanics {
-    fn new() -> Self {
+    /// Installs a silent hook; the old one comes back on drop.
+    pub fn new() -> Self {
         let old = std::panic::take_hook();
         std::panic::set_hook(Box::new(|_| {}));
         Self(Some(old))
