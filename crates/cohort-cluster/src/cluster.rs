@@ -3,7 +3,7 @@
 use crate::config::ClusterConfig;
 use crate::error::ClusterError;
 use crate::group::{Cloner, Group, Routing, cloner};
-use crate::listing::Listing;
+use crate::listing::{Listing, Listings};
 use crate::member::Member;
 use crate::membership::{self, LocalReg, State};
 use crate::membership::{
@@ -36,19 +36,11 @@ pub(crate) struct Shared {
     pub(crate) counters: Arc<Counters>,
     pub(crate) events: Mbox,
     pub(crate) state: Mutex<State>,
-    pub(crate) listings: RwLock<HashMap<String, Arc<Listing>>>,
+    pub(crate) listings: Listings,
     broadcast: RwLock<HashMap<TypeId, Cloner>>,
 }
 
 impl Shared {
-    pub(crate) fn listing(&self, key: &str) -> Option<Arc<Listing>> {
-        self.listings
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key)
-            .cloned()
-    }
-
     pub(crate) fn cloner(&self, type_id: TypeId) -> Option<Cloner> {
         self.broadcast
             .read()
@@ -171,7 +163,7 @@ impl Cluster {
             me,
             counters,
             state: Mutex::new(State::default()),
-            listings: RwLock::new(HashMap::new()),
+            listings: Listings::default(),
             broadcast: RwLock::new(HashMap::new()),
             config,
         });
@@ -295,7 +287,8 @@ impl Cluster {
     /// (eventually consistent: a registration made elsewhere shows after gossip carried it).
     pub fn lookup(&self, key: &str) -> Listing {
         self.shared
-            .listing(key)
+            .listings
+            .get(key)
             .map_or_else(|| Listing::empty(key), |l| (*l).clone())
     }
 
@@ -318,6 +311,7 @@ impl Cluster {
     /// [`ClusterStats::group_empty`].
     pub fn group(&self, key: &str, routing: Routing) -> Mbox {
         Mbox::custom(Arc::new(Group {
+            slot: self.shared.listings.slot(key),
             shared: self.shared.clone(),
             key: key.to_string(),
             routing,
@@ -420,11 +414,7 @@ impl Cluster {
         for reg in local {
             self.node.unexport(&reg.export);
         }
-        self.shared
-            .listings
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.shared.listings.clear();
     }
 }
 

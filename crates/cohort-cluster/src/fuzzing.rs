@@ -1,5 +1,5 @@
 //! Entry points of the fuzz targets (`fuzz/fuzz_targets/gossip.rs`) and of the corpus
-//! replay that runs on stable (`tests/fuzz_corpus.rs`). Not a stable API.
+//! replay that runs on stable (`tests/bad_input/fuzz_corpus.rs`). Not a stable API.
 
 use crate::wire::{self, Kind, Refusal};
 

@@ -2,6 +2,7 @@
 
 use crate::cluster::Shared;
 use crate::config::fnv1a;
+use crate::listing::Slot;
 use crate::stats::Counters;
 use cohort::{AnyMessage, CustomMbox, DeliveryFailure, Mbox};
 use std::any::TypeId;
@@ -65,6 +66,8 @@ pub(crate) fn cloner<M: Clone + Send + Sync + 'static>() -> (TypeId, Cloner) {
 }
 
 pub(crate) struct Group {
+    /// The key's listing, read at every send.
+    pub(crate) slot: Arc<Slot>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) key: String,
     pub(crate) routing: Routing,
@@ -87,7 +90,7 @@ impl Group {
 impl CustomMbox for Group {
     fn deliver(&self, msg: AnyMessage) {
         let counters = &self.shared.counters;
-        let Some(listing) = self.shared.listing(&self.key) else {
+        let Some(listing) = self.slot.get() else {
             return self.dead_letter(&msg, &counters.group_empty, "no registration");
         };
         let n = listing.entries.len();
@@ -123,6 +126,12 @@ impl CustomMbox for Group {
 
     fn name(&self) -> Option<&str> {
         Some(&self.label)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.shared.listings.release(&self.key, &self.slot);
     }
 }
 

@@ -268,13 +268,9 @@ pub(crate) fn refresh(
     for key in changed {
         let ids = regs.get(key).map(Vec::as_slice).unwrap_or_default();
         let listing = Arc::new(build_listing(shared, state, &up, key, ids));
-        let mut listings = shared.listings.write().unwrap_or_else(|e| e.into_inner());
-        if listing.is_empty() {
-            listings.remove(key);
-        } else {
-            listings.insert(key.clone(), listing.clone());
-        }
-        drop(listings);
+        shared
+            .listings
+            .set(key, (!listing.is_empty()).then(|| listing.clone()));
         for sub in state.subscribers.get(key.as_str()).into_iter().flatten() {
             sub.send((*listing).clone());
         }
@@ -328,7 +324,8 @@ fn build_listing(
                         addr: v.member.remoting_addr,
                         export: id.2.clone(),
                         label: format!("{}@{}", id.2, id.0),
-                        conn: Default::default(),
+                        resolved: Default::default(),
+                        last_dial: Default::default(),
                     }
                     .mbox()
                 })

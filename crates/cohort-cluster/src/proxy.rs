@@ -5,7 +5,7 @@
 use crate::stats::Counters;
 use cohort::{AnyMessage, CustomMbox, DeliveryFailure, Environment, Mbox};
 use cohort_remote::{Node, RemoteNode};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// A failed or lost connection is dialled again at most this often from the send path.
@@ -19,46 +19,54 @@ pub(crate) struct RemoteTarget {
     pub(crate) addr: std::net::SocketAddr,
     pub(crate) export: String,
     pub(crate) label: String,
-    pub(crate) conn: Mutex<Conn>,
-}
-
-#[derive(Default)]
-pub(crate) struct Conn {
-    remote: Option<(RemoteNode, Mbox)>,
-    last_dial: Option<Instant>,
+    /// The member's peer and the proxy of its export, from the first connection on: the
+    /// node keeps a peer's entry while a handle to it is held, and a later connection to
+    /// that name (a reconnection, a redial from here) lands on the same entry, so a send
+    /// through an up connection takes no lock.
+    pub(crate) resolved: OnceLock<(RemoteNode, Mbox)>,
+    /// When the send path last dialled the member (serialises the slow path too).
+    pub(crate) last_dial: Mutex<Option<Instant>>,
 }
 
 impl RemoteTarget {
     pub(crate) fn mbox(self) -> Mbox {
-        Mbox::custom(Arc::new(self))
+        Mbox::custom(self)
     }
 
-    /// The proxy of the member's export, dialling if there is no live connection.
-    fn resolve(&self) -> Option<Mbox> {
-        let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((remote, mbox)) = &conn.remote
+    /// Remembers the member's peer; returns the proxy of its export.
+    fn keep(&self, peer: RemoteNode) -> &Mbox {
+        let (_, mbox) = self.resolved.get_or_init(|| {
+            let mbox = peer.mbox(&self.export);
+            (peer, mbox)
+        });
+        mbox
+    }
+
+    /// The proxy of the member's export when its connection is not up (or was never made):
+    /// a peer connected since, else a dial at most every [`REDIAL_AFTER`]; while that waits,
+    /// the known proxy (which counts the message as a dead letter while its peer is down).
+    #[cold]
+    fn resolve(&self) -> Option<&Mbox> {
+        let mut last_dial = self.last_dial.lock().unwrap_or_else(|e| e.into_inner());
+        let known = self.resolved.get();
+        if let Some((remote, mbox)) = known
             && remote.is_up()
         {
-            return Some(mbox.clone());
-        }
-        let node = self.node.upgrade()?;
-        if let Some(peer) = node.peer(&self.member)
-            && peer.is_up()
-        {
-            let mbox = peer.mbox(&self.export);
-            conn.remote = Some((peer, mbox.clone()));
             return Some(mbox);
         }
-        if conn.last_dial.is_some_and(|t| t.elapsed() < REDIAL_AFTER) {
-            return conn.remote.as_ref().map(|(_, m)| m.clone());
+        let node = self.node.upgrade()?;
+        if known.is_none()
+            && let Some(peer) = node.peer(&self.member)
+            && peer.is_up()
+        {
+            return Some(self.keep(peer));
         }
-        conn.last_dial = Some(Instant::now());
+        if last_dial.is_some_and(|t| t.elapsed() < REDIAL_AFTER) {
+            return known.map(|(_, m)| m);
+        }
+        *last_dial = Some(Instant::now());
         match dial(&node, self.addr) {
-            Ok(peer) if peer.name() == self.member => {
-                let mbox = peer.mbox(&self.export);
-                conn.remote = Some((peer, mbox.clone()));
-                Some(mbox)
-            }
+            Ok(peer) if peer.name() == self.member => Some(self.keep(peer)),
             Ok(peer) => {
                 Counters::add(&self.counters.address_not_owned, 1);
                 if let Some(skipped) = self
@@ -76,7 +84,7 @@ impl RemoteTarget {
                     tracing::warn!(member = %self.member, addr = %self.addr, error = %e, skipped,
                         "dial to a member failed");
                 }
-                conn.remote.as_ref().map(|(_, m)| m.clone())
+                known.map(|(_, m)| m)
             }
         }
     }
@@ -94,9 +102,15 @@ fn dial(node: &Node, addr: std::net::SocketAddr) -> Result<RemoteNode, cohort_re
 
 impl CustomMbox for RemoteTarget {
     fn deliver(&self, msg: AnyMessage) {
+        if let Some((remote, mbox)) = self.resolved.get()
+            && remote.is_up()
+        {
+            let _ = msg.forward(mbox);
+            return;
+        }
         match self.resolve() {
             Some(mbox) => {
-                let _ = msg.forward(&mbox);
+                let _ = msg.forward(mbox);
             }
             None => self
                 .env

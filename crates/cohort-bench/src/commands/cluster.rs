@@ -43,6 +43,10 @@ pub struct ClusterArgs {
     /// `group(.., RoundRobin)` against direct proxies, alternating); 0 skips it.
     #[arg(long = "route-rounds", default_value_t = 0)]
     pub route_rounds: usize,
+    /// Only this route in the group-route comparison (`direct` or `group`): a run per route,
+    /// for an instruction count of each.
+    #[arg(long = "route-only", value_enum)]
+    pub route_only: Option<cluster::Route>,
     /// Messages (pings and pongs) per client in a group-route round.
     #[arg(long = "route-messages", default_value_t = 40_000)]
     pub route_messages: u64,
@@ -154,8 +158,9 @@ pub fn records(a: &ClusterArgs, runs: usize, machine: &Machine) -> Vec<Record> {
              {in_flight} in flight, {} messages per client, routes alternating",
             a.route_messages
         );
+        let only = a.route_only.map(|r| format!("{r:?}").to_lowercase());
         let p = params(json!({ "rounds": a.route_rounds, "clients": clients,
-            "in_flight": in_flight, "messages_per_client": a.route_messages }));
+            "in_flight": in_flight, "messages_per_client": a.route_messages, "route_only": only }));
         out.extend(sampled(
             "cluster-group-route",
             &variant,
@@ -163,22 +168,35 @@ pub fn records(a: &ClusterArgs, runs: usize, machine: &Machine) -> Vec<Record> {
             1,
             machine,
             || {
-                let o = cluster::group_route(a.route_rounds, clients, a.route_messages, in_flight)?;
+                let o = cluster::group_route(
+                    a.route_rounds,
+                    clients,
+                    a.route_messages,
+                    in_flight,
+                    a.route_only,
+                )?;
+                // The median of a route's rounds; none for a route left out (`--route-only`).
                 let median = |v: &[f64]| {
                     let mut v = v.to_vec();
                     v.sort_by(f64::total_cmp);
-                    v[v.len() / 2]
+                    v.get(v.len() / 2).copied()
                 };
-                let (d, g) = (median(&o.direct), median(&o.group));
-                Ok(vec![
-                    ("direct_messages_per_s", d),
-                    ("group_messages_per_s", g),
-                    ("group_over_direct", g / d),
+                let figures = [
+                    ("direct_messages_per_s", median(&o.direct)),
+                    ("group_messages_per_s", median(&o.group)),
+                    (
+                        "group_over_direct",
+                        median(&o.group).zip(median(&o.direct)).map(|(g, d)| g / d),
+                    ),
                     ("direct_messages_per_write", median(&o.direct_batch)),
                     ("group_messages_per_write", median(&o.group_batch)),
                     ("direct_cpu_ns_per_message", median(&o.direct_cpu_ns)),
                     ("group_cpu_ns_per_message", median(&o.group_cpu_ns)),
-                ])
+                ];
+                Ok(figures
+                    .into_iter()
+                    .filter_map(|(name, v)| v.map(|v| (name, v)))
+                    .collect())
             },
         ));
     }

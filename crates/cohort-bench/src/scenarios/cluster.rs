@@ -276,7 +276,7 @@ struct RoundCost {
 }
 
 /// How the ping-pong's messages are addressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Route {
     /// cohort-remote's proxy of the peer's export (`RemoteNode::mbox`).
     Direct,
@@ -454,15 +454,24 @@ pub struct RouteOutcome {
 }
 
 /// Ping-pong between two members of a 3-member cluster, `rounds` rounds of each route,
-/// alternating (direct, group, direct, ...), so that both see the same machine.
+/// alternating (direct, group, direct, ...), so that both see the same machine; only the
+/// route `only` if given (one route per run, for an instruction count of each).
 pub fn group_route(
     rounds: usize,
     clients: usize,
     messages: u64,
     in_flight: u64,
+    only: Option<Route>,
 ) -> Result<RouteOutcome, String> {
     let env = Environment::builder().start().map_err(|e| e.to_string())?;
-    let out = group_route_in(&env.environment(), rounds, clients, messages, in_flight);
+    let out = group_route_in(
+        &env.environment(),
+        rounds,
+        clients,
+        messages,
+        in_flight,
+        only,
+    );
     env.stop_and_wait();
     out
 }
@@ -473,13 +482,19 @@ fn group_route_in(
     clients: usize,
     messages: u64,
     in_flight: u64,
+    only: Option<Route>,
 ) -> Result<RouteOutcome, String> {
     let members = start_members(e, 3, "route")?;
     wait_converged(&members, 3)?;
     let pp = PingPong::new(e, &members, 0, 1, clients)?;
+    let routes = match only {
+        Some(route) => vec![route],
+        None => vec![Route::Direct, Route::Group],
+    };
     // One round each unmeasured: connections and proxies warm.
-    pp.round(Route::Direct, messages / 10, in_flight, 0)?;
-    pp.round(Route::Group, messages / 10, in_flight, 0)?;
+    for &route in &routes {
+        pp.round(route, messages / 10, in_flight, 0)?;
+    }
     let mut out = RouteOutcome {
         direct: Vec::new(),
         group: Vec::new(),
@@ -489,14 +504,20 @@ fn group_route_in(
         group_cpu_ns: Vec::new(),
     };
     for _ in 0..rounds {
-        let d = pp.round_costed(Route::Direct, messages, in_flight, 0)?;
-        out.direct.push(d.rate);
-        out.direct_batch.push(d.per_write);
-        out.direct_cpu_ns.push(d.cpu_ns);
-        let g = pp.round_costed(Route::Group, messages, in_flight, 0)?;
-        out.group.push(g.rate);
-        out.group_batch.push(g.per_write);
-        out.group_cpu_ns.push(g.cpu_ns);
+        for &route in &routes {
+            let r = pp.round_costed(route, messages, in_flight, 0)?;
+            let (rate, batch, cpu) = match route {
+                Route::Direct => (
+                    &mut out.direct,
+                    &mut out.direct_batch,
+                    &mut out.direct_cpu_ns,
+                ),
+                Route::Group => (&mut out.group, &mut out.group_batch, &mut out.group_cpu_ns),
+            };
+            rate.push(r.rate);
+            batch.push(r.per_write);
+            cpu.push(r.cpu_ns);
+        }
     }
     Ok(out)
 }

@@ -240,6 +240,16 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// The name the test harness knows the test `test` of the module `module` (its
+/// `module_path!()`) by, for running this binary again with only that test: the path
+/// without the binary's own name.
+pub fn test_name(module: &str, test: &str) -> String {
+    match module.split_once("::") {
+        Some((_, path)) => format!("{path}::{test}"),
+        None => test.to_string(),
+    }
+}
+
 /// A loopback UDP address nobody listens on (bound, then freed).
 pub fn dead_addr() -> String {
     let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();

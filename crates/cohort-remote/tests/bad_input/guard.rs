@@ -373,20 +373,22 @@ fn narrowing_an_export_refuses_a_connection_that_had_resolved_it() {
     watchdog(TIMEOUT, || {
         let server_env = Environment::builder().start().unwrap();
         let e = server_env.environment();
-        let server = listening(&e, NodeConfig::new("server").token("tok"), u64_registry());
+        let (client_env, letters) = env_recording();
+        let TwoNodes {
+            server,
+            client,
+            peer,
+        } = two_nodes(
+            (&e, NodeConfig::new("server").token("tok"), u64_registry()),
+            (
+                &client_env.environment(),
+                NodeConfig::new("client").token("tok"),
+                u64_registry(),
+            ),
+        );
         let inbox = server.export("desk");
         let got = probe::<u64>(&e, inbox.clone());
-        let (client_env, letters) = env_recording();
-        let client = Node::start(
-            &client_env.environment(),
-            NodeConfig::new("client").token("tok"),
-            u64_registry(),
-        )
-        .unwrap();
-        let desk = client
-            .connect(server.local_addr().unwrap())
-            .unwrap()
-            .mbox("desk");
+        let desk = peer.mbox("desk");
         desk.send(1u64);
         assert_eq!(recv(&got, "the message while the export is open"), 1);
 

@@ -9,7 +9,7 @@ use cohort::{
     Agent, Context, DeadLetter, DefineError, DeliveryFailure, Environment, Mbox, WrappedEnv,
 };
 use cohort_remote::frame::{self, Frame};
-use cohort_remote::{Node, NodeConfig, Registry};
+use cohort_remote::{Node, NodeConfig, Registry, RemoteNode};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -87,6 +87,43 @@ pub fn u64_registry() -> Registry {
 /// A node listening on a free loopback port.
 pub fn listening(env: &Environment, config: NodeConfig, registry: Registry) -> Node {
     Node::start(env, config.listen("127.0.0.1:0".parse().unwrap()), registry).expect("start a node")
+}
+
+/// Two nodes: a server listening on a free loopback port and a client connected to it.
+pub struct TwoNodes {
+    pub server: Node,
+    pub client: Node,
+    /// The client's handle of the server.
+    pub peer: RemoteNode,
+}
+
+/// Starts the server and the client, each in its environment (the same one or two) with its
+/// configuration and registry, and connects the client to the server.
+pub fn two_nodes(
+    server: (&Environment, NodeConfig, Registry),
+    client: (&Environment, NodeConfig, Registry),
+) -> TwoNodes {
+    let (env, config, registry) = server;
+    let server = listening(env, config, registry);
+    let (env, config, registry) = client;
+    let client = Node::start(env, config, registry).expect("start the client node");
+    let peer = client
+        .connect(server.local_addr().expect("a listening server"))
+        .expect("connect to the server");
+    TwoNodes {
+        server,
+        client,
+        peer,
+    }
+}
+
+/// [`two_nodes`] in one environment, "server" and "client" with the default configuration
+/// and `registry()` each.
+pub fn server_and_client(env: &Environment, registry: fn() -> Registry) -> TwoNodes {
+    two_nodes(
+        (env, NodeConfig::new("server"), registry()),
+        (env, NodeConfig::new("client"), registry()),
+    )
 }
 
 /// A hand-written peer: a plain socket that speaks the wire format.

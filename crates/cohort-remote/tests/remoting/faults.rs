@@ -188,13 +188,13 @@ fn a_graceful_shutdown_leaves_nothing_in_doubt() {
     watchdog(TIMEOUT, || {
         let env = Environment::builder().start().unwrap();
         let e = env.environment();
-        let server = listening(&e, NodeConfig::new("server"), registry());
+        let TwoNodes {
+            server,
+            client,
+            peer,
+        } = server_and_client(&e, registry);
         let got = probe::<Numbered>(&e, server.export("sink"));
-        let client = Node::start(&e, NodeConfig::new("client"), registry()).unwrap();
-        let to = client
-            .connect(server.local_addr().unwrap())
-            .unwrap()
-            .mbox("sink");
+        let to = peer.mbox("sink");
         for seq in 0..10_000 {
             to.send(Numbered { sender: 0, seq });
         }

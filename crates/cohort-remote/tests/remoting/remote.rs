@@ -189,21 +189,23 @@ fn a_type_the_receiver_does_not_know_is_a_dead_letter_under_its_declared_name() 
             .start()
             .unwrap();
         let e = server_env.environment();
-        let server = listening(&e, NodeConfig::new("server"), registry());
-        let got = probe::<u64>(&e, server.export("open"));
         let client_env = Environment::builder().start().unwrap();
         let mut extended = registry();
         extended.register::<Secret>("t.Secret").unwrap();
-        let client = Node::start(
-            &client_env.environment(),
-            NodeConfig::new("client"),
-            extended,
-        )
-        .unwrap();
-        let open = client
-            .connect(server.local_addr().unwrap())
-            .unwrap()
-            .mbox("open");
+        let TwoNodes {
+            server,
+            client,
+            peer,
+        } = two_nodes(
+            (&e, NodeConfig::new("server"), registry()),
+            (
+                &client_env.environment(),
+                NodeConfig::new("client"),
+                extended,
+            ),
+        );
+        let got = probe::<u64>(&e, server.export("open"));
+        let open = peer.mbox("open");
         open.send(Secret(7));
         open.send(8u64);
         // The next message on the same connection proves the first was handled.
@@ -228,10 +230,12 @@ fn undeliverable_messages_are_counted_with_their_reason() {
     watchdog(TIMEOUT, || {
         let (env, letters) = env_recording();
         let e = env.environment();
-        let server = listening(&e, NodeConfig::new("server"), registry());
+        let TwoNodes {
+            server,
+            client,
+            peer,
+        } = server_and_client(&e, registry);
         let got = probe::<u64>(&e, server.export("open"));
-        let client = Node::start(&e, NodeConfig::new("client"), registry()).unwrap();
-        let peer = client.connect(server.local_addr().unwrap()).unwrap();
 
         // A type that is not registered: refused on the sender.
         peer.mbox("open").send(Secret(1));
@@ -265,13 +269,13 @@ fn a_graceful_shutdown_flushes_what_is_queued() {
         const N: u64 = 20_000;
         let env = Environment::builder().start().unwrap();
         let e = env.environment();
-        let server = listening(&e, NodeConfig::new("server"), registry());
+        let TwoNodes {
+            server,
+            client,
+            peer,
+        } = server_and_client(&e, registry);
         let got = probe::<u64>(&e, server.export("n"));
-        let client = Node::start(&e, NodeConfig::new("client"), registry()).unwrap();
-        let to = client
-            .connect(server.local_addr().unwrap())
-            .unwrap()
-            .mbox("n");
+        let to = peer.mbox("n");
         for i in 0..N {
             to.send(i);
         }

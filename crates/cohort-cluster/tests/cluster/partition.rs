@@ -7,7 +7,7 @@
 //! selected; it reports its membership events and the pings it receives as `EV ...` lines
 //! on its standard output, and exits when its standard input closes.
 
-mod common;
+use crate::common;
 
 use cohort_cluster::Listing;
 use common::*;
@@ -165,12 +165,8 @@ impl Remote {
             .args(["netns", "exec"])
             .arg(hosts.ns(k))
             .arg(exe)
-            .args([
-                "--exact",
-                "partition_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .args(["--exact", &test_name(module_path!(), "partition_child")])
+            .args(["--nocapture", "--test-threads=1"])
             .env(CHILD, format!("{name}|{}|{seed}", hosts.addr(k)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -3,7 +3,7 @@
 //! another cluster or with another token refused, and gossipers (seeds that are not
 //! members; many on one runtime).
 
-mod common;
+use crate::common;
 
 use cohort_cluster::{ClusterConfig, ClusterError, ConfigError, Gossiper};
 use common::*;

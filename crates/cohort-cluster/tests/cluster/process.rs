@@ -2,7 +2,7 @@
 //! registrations gone everywhere. The child is this test binary run again with only
 //! `child_member` selected and the seed in an environment variable.
 
-mod common;
+use crate::common;
 
 use common::*;
 use std::process::{Command, Stdio};
@@ -37,7 +37,8 @@ fn a_killed_process_is_seen_down_and_its_registrations_vanish() {
         a.cluster().subscribe_key("orders", &sub_a);
         b.cluster().subscribe_key("orders", &sub_b);
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_member", "--test-threads=1"])
+            .args(["--exact", &test_name(module_path!(), "child_member")])
+            .arg("--test-threads=1")
             .env(CHILD_SEED, a.seed())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
