@@ -31,8 +31,8 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    async_interop, churn, cluster, floor, http_load, idle_agents, idle_cpu, latency, locality,
-    remote_flood, remote_ping_pong, restart, timers,
+    async_interop, chaos, churn, cluster, floor, http_load, idle_agents, idle_cpu, latency,
+    locality, remote_flood, remote_ping_pong, restart, timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
@@ -125,6 +125,8 @@ fn main() {
             remote_flood::records(&a, runs(1), &machine)
         }
         Command::RemotePingPongServer(a) => std::process::exit(remote_ping_pong::serve(&a)),
+        Command::Chaos(a) => std::process::exit(chaos::run(&a)),
+        Command::ChaosNode(a) => std::process::exit(chaos::serve(&a)),
         Command::Compare(a) => {
             std::process::exit(compare::run(&a, cli.common.runs, format, &machine))
         }
