@@ -5,16 +5,26 @@ use cohort::testing::watchdog;
 use std::process::Command;
 use std::time::Duration;
 
-/// Runs the bench binary with `args`; its exit status and standard output.
-fn chaos(args: &[&str]) -> (Option<i32>, String) {
+/// Runs the bench binary with `args`; its exit status, standard output and error.
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_cohort-bench"))
         .arg("chaos")
         .args(args)
         .output()
         .expect("run cohort-bench chaos");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
-    (out.status.code(), stdout)
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
+}
+
+/// As [`run`], its standard error passed on.
+fn chaos(args: &[&str]) -> (Option<i32>, String) {
+    let (status, stdout, stderr) = run(args);
+    eprintln!("{stderr}");
+    (status, stdout)
 }
 
 /// The report's row for `kind`, split into its cells.
@@ -63,11 +73,13 @@ fn a_short_chaos_run_accounts_for_every_message() {
 }
 
 #[test]
-fn bad_flags_are_refused_with_what_to_fix() {
+fn chaos_refuses_bad_flags_naming_them() {
     watchdog(Duration::from_secs(60), || {
-        let (status, _) = chaos(&["--nodes", "5"]);
+        let (status, _, err) = run(&["--nodes", "5"]);
         assert_eq!(status, Some(2));
-        let (status, _) = chaos(&["--rate", "0"]);
+        assert!(err.contains("--nodes 5: must be 2 to 4"), "{err}");
+        let (status, _, err) = run(&["--rate", "0"]);
         assert_eq!(status, Some(2));
+        assert!(err.contains("--rate 0"), "{err}");
     });
 }

@@ -174,7 +174,9 @@ mod tests {
         );
         for ph in kinds {
             if matches!(ph.kind, FaultKind::Cut | FaultKind::LinkDown) {
-                assert_eq!(ph.hold, Duration::from_secs(1), "{ph:?}");
+                // 1 s at least, and no more than the 60 % of the phase left for faults.
+                let secs = ph.hold.as_secs_f64();
+                assert!((1.0..=1.2).contains(&secs), "{ph:?}");
             }
             assert!(ph.hold <= Duration::from_secs(10), "{ph:?}");
         }
