@@ -2,7 +2,7 @@
 //! the output format). Each scenario's own flags live with its records in `commands/`.
 
 use crate::commands::{
-    async_interop, chains, chaos_runtime, churn, cluster, counting_actor, fan_out, floor,
+    async_interop, chains, chaos, chaos_runtime, churn, cluster, counting_actor, fan_out, floor,
     http_load, idle_agents, idle_cpu, latency, locality, parallel_thread_ring, ping_pong,
     producer_consumer, remote_flood, remote_ping_pong, restart, self_send, skynet, soak,
     state_switch, thread_ring, timers,
@@ -130,6 +130,14 @@ pub enum Command {
     /// timers cancelled while firing and stops in the middle, on every dispatcher kind, every
     /// message checked by the ledger (issue 28).
     ChaosRuntime(chaos_runtime::ChaosRuntimeArgs),
+    /// Nodes exchanging numbered messages under injected faults (delay, bandwidth caps,
+    /// stalls, half-open connections, resets, cuts, a stalled receiver, a full queue, a
+    /// killed and restarted node, a link down): every message handled once or counted, in
+    /// order (issue 28). Exit status 1 when anything is unaccounted, duplicated or reordered.
+    Chaos(chaos::ChaosArgs),
+    /// A receiving node of `chaos` as a child process (started by chaos).
+    #[command(hide = true)]
+    ChaosNode(crate::scenarios::chaos::child::NodeArgs),
     /// The echo side of remote-ping-pong as a child process (started by remote-ping-pong).
     #[command(hide = true)]
     RemotePingPongServer(remote_ping_pong::ServerArgs),

@@ -31,8 +31,8 @@ mod watchdog;
 use clap::Parser;
 use cli::{Cli, Command};
 use commands::{
-    async_interop, chaos_runtime, churn, cluster, floor, http_load, idle_agents, idle_cpu, latency,
-    locality, remote_flood, remote_ping_pong, restart, soak, timers,
+    async_interop, chaos, chaos_runtime, churn, cluster, floor, http_load, idle_agents, idle_cpu,
+    latency, locality, remote_flood, remote_ping_pong, restart, soak, timers,
 };
 use machine::Machine;
 use plans::sobjectizer_grids;
@@ -127,6 +127,8 @@ fn main() {
         Command::Soak(a) => std::process::exit(soak::main(&a, format)),
         Command::ChaosRuntime(a) => std::process::exit(chaos_runtime::main(&a, format)),
         Command::RemotePingPongServer(a) => std::process::exit(remote_ping_pong::serve(&a)),
+        Command::Chaos(a) => std::process::exit(chaos::run(&a)),
+        Command::ChaosNode(a) => std::process::exit(chaos::serve(&a)),
         Command::Compare(a) => {
             std::process::exit(compare::run(&a, cli.common.runs, format, &machine))
         }

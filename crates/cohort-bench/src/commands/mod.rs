@@ -3,6 +3,7 @@
 
 pub mod async_interop;
 pub mod chains;
+pub mod chaos;
 pub mod chaos_runtime;
 pub mod churn;
 pub mod cluster;

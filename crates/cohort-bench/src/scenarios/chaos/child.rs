@@ -1,0 +1,324 @@
+//! A receiving node in a child process (`cohort-bench chaos-node`), which a phase kills
+//! with `kill -9` and restarts, or runs in a network namespace whose veth link it takes
+//! down. The child writes a line per message its sink handles to its standard output (one
+//! write each, so what it wrote before a kill is still read), and the parent records them.
+
+use super::nodes::{Books, Numbered, SINK, environment_with, node_config, registry};
+use cohort::{Agent, Context, DefineError, DeliveryFailure, Mbox};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The child's `chaos-node` flags.
+#[derive(clap::Args, Clone, Debug)]
+pub struct NodeArgs {
+    /// The node's name.
+    #[arg(long)]
+    pub name: String,
+    /// Where it listens.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+}
+
+/// The child's sink: a line per message.
+struct LineSink {
+    inbox: Mbox,
+    handled: Arc<AtomicU64>,
+}
+
+impl Agent for LineSink {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        let inbox = self.inbox.clone();
+        ctx.subscribe(
+            &inbox,
+            |me: &mut Self, m: &Numbered, _: &mut Context<'_, Self>| {
+                // Written before it counts as handled: a kill between the two loses a message
+                // the parent then counts as lost with the process.
+                let _ = writeln!(std::io::stdout().lock(), "H {} {}", m.sender, m.seq);
+                me.handled.fetch_add(1, Ordering::Release);
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// The child's main: a node with a sink until standard input closes, then, once its sink
+/// handled what the node read, a graceful shutdown.
+pub fn serve(a: &NodeArgs) -> Result<(), String> {
+    let dead = Arc::new(AtomicU64::new(0));
+    let d = dead.clone();
+    let env = environment_with(move |reason| {
+        d.fetch_add(1, Ordering::Release);
+        let _ = writeln!(std::io::stdout().lock(), "D {reason:?}");
+    })?;
+    let node = cohort_remote::Node::start(
+        &env.environment(),
+        node_config(&a.name).listen(a.listen),
+        registry(),
+    )
+    .map_err(|e| format!("node {}: {e}", a.name))?;
+    let handled = Arc::new(AtomicU64::new(0));
+    let mut coop = env.environment().new_coop();
+    coop.add(LineSink {
+        inbox: node.export(SINK),
+        handled: handled.clone(),
+    });
+    env.environment()
+        .register_coop(coop)
+        .map_err(|e| format!("the sink: {e}"))?;
+    let addr = node.local_addr().ok_or("no listening address")?;
+    writeln!(std::io::stdout().lock(), "LISTEN {addr}").map_err(|e| e.to_string())?;
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while handled.load(Ordering::Acquire) + dead.load(Ordering::Acquire) < node.stats().messages_in
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    node.shutdown();
+    env.stop_and_wait();
+    Ok(())
+}
+
+/// The reasons a child may name, by their `Debug` spelling.
+fn reason(name: &str) -> Option<DeliveryFailure> {
+    use DeliveryFailure::*;
+    [
+        ReceiverGone,
+        NotRegistered,
+        NoHandler,
+        NoSubscriber,
+        NodeDown,
+        OutboundFull,
+        NotRegisteredForRemote,
+        NotExported,
+        RemoteCodec,
+        InDoubt,
+        AccessDenied,
+    ]
+    .into_iter()
+    .find(|r| format!("{r:?}") == name)
+}
+
+/// A child node seen from the parent.
+pub struct ChildNode {
+    child: Child,
+    /// Where it listens.
+    pub addr: SocketAddr,
+    reader: Option<JoinHandle<()>>,
+    /// Messages it reported handled.
+    pub recorded: Arc<AtomicU64>,
+    /// Dead letters it reported.
+    pub dead: Arc<AtomicU64>,
+}
+
+impl ChildNode {
+    /// Starts `cohort-bench chaos-node` (behind `prefix`, e.g. `ip netns exec <ns>`), named
+    /// `name`, listening on `listen`; its records go to `books` under the receiver `name`.
+    pub fn spawn(
+        prefix: &[String],
+        name: &str,
+        listen: &str,
+        books: &Arc<Books>,
+    ) -> Result<Self, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut cmd = match prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let mut child = cmd
+            .args(["chaos-node", "--name", name, "--listen", listen])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("could not start the child node: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let first = lines
+            .next()
+            .and_then(Result::ok)
+            .ok_or("the child node printed nothing")?;
+        let addr = first
+            .strip_prefix("LISTEN ")
+            .and_then(|a| a.parse().ok())
+            .ok_or_else(|| format!("unexpected child line {first:?}"))?;
+        let (recorded, dead) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let (r, d, b, receiver) = (
+            recorded.clone(),
+            dead.clone(),
+            books.clone(),
+            name.to_owned(),
+        );
+        let reader = std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let mut f = line.split(' ');
+                match (f.next(), f.next(), f.next()) {
+                    (Some("H"), Some(s), Some(q)) => {
+                        if let (Ok(s), Ok(q)) = (s.parse(), q.parse()) {
+                            b.handled(s, &receiver, q);
+                            r.fetch_add(1, Ordering::Release);
+                        }
+                    }
+                    (Some("D"), Some(why), None) => {
+                        let why = reason(why).unwrap_or(DeliveryFailure::ReceiverGone);
+                        b.dead_letter(why, &format!("{why:?} (child)"));
+                        d.fetch_add(1, Ordering::Release);
+                    }
+                    _ => {}
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            addr,
+            reader: Some(reader),
+            recorded,
+            dead,
+        })
+    }
+
+    /// `kill -9`, then reads what it wrote before dying.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+
+    /// Closes its standard input and waits for its graceful end (killed after 30 s).
+    pub fn finish(mut self) {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+impl Drop for ChildNode {
+    fn drop(&mut self) {
+        if self.reader.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A network namespace joined to this one by a veth pair; removed when dropped.
+pub struct Netns {
+    name: String,
+    host_if: String,
+    /// The namespace's address (the child listens there).
+    pub addr: String,
+    /// What `tc ... netem` said in the namespace.
+    pub netem: String,
+}
+
+impl Netns {
+    /// Makes the namespace, or says why it cannot (not root, no iproute2, ...).
+    pub fn create() -> Result<Self, String> {
+        let id = std::process::id() % 10_000;
+        let subnet = 20 + id % 200;
+        let name = format!("cohort-chaos{id}");
+        let host_if = format!("chc{id}a");
+        let ns_if = format!("chc{id}b");
+        ip(&["netns", "add", &name])?;
+        let mut ns = Netns {
+            name: name.clone(),
+            host_if: host_if.clone(),
+            addr: format!("10.88.{subnet}.2"),
+            netem: String::new(),
+        };
+        ip(&[
+            "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
+        ])?;
+        ip(&["link", "set", &ns_if, "netns", &name])?;
+        ip(&[
+            "addr",
+            "add",
+            &format!("10.88.{subnet}.1/24"),
+            "dev",
+            &host_if,
+        ])?;
+        ip(&["link", "set", &host_if, "up"])?;
+        let inside = |args: &[&str]| {
+            let mut a = vec!["netns", "exec", name.as_str()];
+            a.extend_from_slice(args);
+            ip(&a)
+        };
+        inside(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{}/24", ns.addr),
+            "dev",
+            &ns_if,
+        ])?;
+        inside(&["ip", "link", "set", &ns_if, "up"])?;
+        inside(&["ip", "link", "set", "lo", "up"])?;
+        inside(&["true"])?;
+        ns.netem = match inside(&[
+            "tc", "qdisc", "add", "dev", &ns_if, "root", "netem", "delay", "1ms",
+        ]) {
+            Ok(()) => {
+                "netem: available on this kernel (not used: the proxy injects the faults)".into()
+            }
+            Err(e) => format!(
+                "netem: not available on this kernel ({e}); the proxy injects delay, jitter and bandwidth caps instead"
+            ),
+        };
+        Ok(ns)
+    }
+
+    /// The prefix that runs a program inside the namespace.
+    pub fn prefix(&self) -> Vec<String> {
+        ["ip", "netns", "exec", self.name.as_str()]
+            .map(str::to_owned)
+            .to_vec()
+    }
+
+    /// Takes this side's end of the veth link down or up.
+    pub fn link(&self, up: bool) -> Result<(), String> {
+        ip(&["link", "set", &self.host_if, if up { "up" } else { "down" }])
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = ip(&["link", "del", &self.host_if]);
+        let _ = ip(&["netns", "del", &self.name]);
+    }
+}
