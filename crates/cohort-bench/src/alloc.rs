@@ -11,7 +11,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicU64, Ordering::Relaxed};
 
 /// 0: off; [`THREAD`]: the current thread's net bytes; [`PROCESS`]: every thread's, by size.
 static ON: AtomicU8 = AtomicU8::new(0);
@@ -27,6 +27,8 @@ static LIVE: [AtomicI64; EXACT + 2] = [const { AtomicI64::new(0) }; EXACT + 2];
 static PROCESS_NET: AtomicI64 = AtomicI64::new(0);
 /// Net bytes of the blocks larger than [`EXACT`].
 static LARGE_NET: AtomicI64 = AtomicI64::new(0);
+/// Allocations (a `realloc` counts as one) of every thread in process mode.
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     static NET: Cell<i64> = const { Cell::new(0) };
@@ -44,6 +46,9 @@ fn count(removed: usize, added: usize) {
             let _ = NET.try_with(|n| n.set(n.get() + added as i64 - removed as i64));
         }
         PROCESS => {
+            if added > 0 {
+                ALLOCATIONS.fetch_add(1, Relaxed);
+            }
             for (size, sign) in [(removed, -1), (added, 1)] {
                 if size > 0 {
                     let bytes = sign * size as i64;
@@ -114,6 +119,8 @@ pub struct Live {
     pub blocks: Vec<(usize, i64)>,
     /// Net blocks larger than 4 KiB, and their net bytes.
     pub large: (i64, i64),
+    /// Allocations made meanwhile, freed or not (a `realloc` counts as one).
+    pub allocations: u64,
 }
 
 /// Runs `f` and returns its result with what every thread allocated and did not free
@@ -128,6 +135,7 @@ pub fn process_live_of<T>(f: impl FnOnce() -> T) -> (T, Live) {
     }
     PROCESS_NET.store(0, Relaxed);
     LARGE_NET.store(0, Relaxed);
+    ALLOCATIONS.store(0, Relaxed);
     ON.store(PROCESS, Relaxed);
     let out = f();
     ON.store(0, Relaxed);
@@ -139,6 +147,7 @@ pub fn process_live_of<T>(f: impl FnOnce() -> T) -> (T, Live) {
         net_bytes: PROCESS_NET.load(Relaxed),
         blocks,
         large: (LIVE[EXACT + 1].load(Relaxed), LARGE_NET.load(Relaxed)),
+        allocations: ALLOCATIONS.load(Relaxed),
     };
     (out, live)
 }
@@ -174,6 +183,7 @@ mod tests {
             .find(|&&(s, _)| s == ODD)
             .map(|&(_, n)| n);
         assert!(odd >= Some(3), "{:?}", live.blocks);
+        assert!(live.allocations >= 3);
         drop(kept);
     }
 }

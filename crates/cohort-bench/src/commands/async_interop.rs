@@ -1,6 +1,7 @@
 //! The `spawn-deliver` and `async-ask` subcommands: their flags and records.
 
 use super::{params, round_trip_metrics, sampled};
+use crate::alloc;
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
@@ -70,6 +71,11 @@ pub struct AsyncAskArgs {
     /// ask).
     #[arg(long = "timeout-ms", default_value_t = 1000)]
     pub timeout_ms: u64,
+    /// Count heap allocations instead of timing: every thread's allocations in a run of
+    /// `--count` asks and in one of twice as many, their difference per ask (what starting
+    /// and stopping the environment allocates cancels out): `allocations_per_round_trip`.
+    #[arg(long)]
+    pub allocs: bool,
 }
 
 /// Runs `async-ask` `runs` times per thread count: round trips per second and latency
@@ -82,13 +88,16 @@ pub fn async_ask_records(a: &AsyncAskArgs, runs: usize, machine: &Machine) -> Ve
             AskLayout::Dedicated => "",
             AskLayout::Pool => " on a thread_pool",
         };
-        let variant = match timeout {
+        let mut variant = match timeout {
             Some(_) => format!(
                 "agent -> agent, {threads} thread(s){layout}, timeout {} ms",
                 a.timeout_ms
             ),
             None => format!("agent -> agent, {threads} thread(s){layout}, no timeout"),
         };
+        if a.allocs {
+            variant.push_str(", allocations counted");
+        }
         let p = params(json!({
             "count": a.count,
             "threads": threads,
@@ -96,7 +105,19 @@ pub fn async_ask_records(a: &AsyncAskArgs, runs: usize, machine: &Machine) -> Ve
             "timeout_ms": a.timeout_ms,
         }));
         out.extend(sampled("async-ask", &variant, &p, runs, machine, || {
-            let o = async_interop::async_ask_once(a.count, threads, a.layout, timeout)?;
+            let once = |count| async_interop::async_ask_once(count, threads, a.layout, timeout);
+            if a.allocs {
+                let (first, short) = alloc::process_live_of(|| once(a.count));
+                first?;
+                let (second, long) = alloc::process_live_of(|| once(2 * a.count));
+                second?;
+                let extra = long.allocations.saturating_sub(short.allocations);
+                return Ok(vec![(
+                    "allocations_per_round_trip",
+                    extra as f64 / a.count as f64,
+                )]);
+            }
+            let o = once(a.count)?;
             Ok(round_trip_metrics(o.count, o.elapsed, &o.latency))
         }));
     }

@@ -142,6 +142,11 @@ pub fn run(args: &CompareArgs, runs: Option<usize>, format: Format, machine: &Ma
     }
 }
 
+/// Whether `framework` runs `case` (the remote and ask rows have ports on some peers only).
+fn takes_part(framework: &str, case: &Case) -> bool {
+    remote::runs(framework, case.kind) && plan::ported(framework, case.id)
+}
+
 /// Runs every case: per case, `rounds` rounds of every ready framework in turn.
 fn measure(
     cases: &[Case],
@@ -152,9 +157,7 @@ fn measure(
     let ready = |case: &Case| {
         frameworks
             .iter()
-            .filter(|f| {
-                remote::runs(f.name, case.kind) && matches!(f.status, Availability::Ready { .. })
-            })
+            .filter(|f| takes_part(f.name, case) && matches!(f.status, Availability::Ready { .. }))
             .count()
     };
     let bar = ProgressBar::new(cases.iter().map(|c| rounds * ready(c)).sum::<usize>() as u64);
@@ -164,10 +167,10 @@ fn measure(
     );
     let mut rows = Vec::new();
     for case in cases {
-        // A remote row lists only the frameworks with a remote port.
+        // A row lists only the frameworks with a port of it.
         let frameworks: Vec<&peers::Framework> = frameworks
             .iter()
-            .filter(|f| remote::runs(f.name, case.kind))
+            .filter(|f| takes_part(f.name, case))
             .collect();
         // The floor's elapsed seconds, as each cohort run reported it.
         let mut floors = Vec::new();

@@ -221,70 +221,90 @@ pub fn cases(size: Size) -> Vec<Case> {
 /// The async-ask rows: one actor asks another, one ask at a time, the reply coming back as
 /// an event (cohort's `Context::request`) or a reply future awaited in the asker's handler
 /// (the peers' `ask`, `call!`, `ResponseFuture`); no timeout on any side. Round trips per
-/// second, then the p50 and p99 round trip, on one thread and on two.
+/// second, then the p50 and p99 round trip, for each layout: one thread; two threads that
+/// the runtime shares out (cohort's `thread_pool`, the peers' 2-worker tokio runtime); the
+/// answerer on a thread of its own.
 fn ask_cases(asks: u64) -> Vec<Case> {
-    let count = asks.to_string();
-    let mut out = Vec::new();
-    for (threads, id, title) in [
+    /// A layout's rows: round trips/s, p50, p99 (ids and titles).
+    macro_rules! rows {
+        ($id:literal, $what:literal) => {
+            [
+                (Kind::Ask, $id, concat!("async ask, ", $what)),
+                (
+                    Kind::Latency(50),
+                    concat!($id, "-p50"),
+                    concat!("async ask p50, ", $what),
+                ),
+                (
+                    Kind::Latency(99),
+                    concat!($id, "-p99"),
+                    concat!("async ask p99, ", $what),
+                ),
+            ]
+        };
+    }
+    /// Threads and layout of `cohort-bench async-ask`, then the layout's rows.
+    type Layout = (
+        &'static str,
+        &'static str,
+        [(Kind, &'static str, &'static str); 3],
+    );
+    const LAYOUTS: [Layout; 3] = [
         (
             "1",
-            "async-ask-one-thread",
-            "async ask, both actors on one thread",
+            "dedicated",
+            rows!("async-ask-one-thread", "one thread"),
         ),
         (
             "2",
-            "async-ask-two-threads",
-            "async ask, a thread per actor",
+            "pool",
+            rows!(
+                "async-ask-two-threads",
+                "two threads the runtime shares out"
+            ),
         ),
-    ] {
+        (
+            "2",
+            "dedicated",
+            rows!(
+                "async-ask-thread-per-actor",
+                "the answerer on a thread of its own"
+            ),
+        ),
+    ];
+    let count = asks.to_string();
+    let mut out = Vec::new();
+    for (threads, layout, rows) in LAYOUTS {
         let cohort = args(&[
             "async-ask",
             "--threads",
             threads,
+            "--layout",
+            layout,
             "--count",
             &count,
             "--timeout-ms",
             "0",
         ]);
-        let peer = args(&[id, "--count", &count]);
-        out.push(Case {
-            id,
-            title,
-            cohort: cohort.clone(),
-            peer: peer.clone(),
-            messages: asks,
-            kind: Kind::Ask,
-        });
-        for (q, qid, qtitle) in if threads == "1" {
-            [
-                (50, "async-ask-one-thread-p50", "async ask p50, one thread"),
-                (99, "async-ask-one-thread-p99", "async ask p99, one thread"),
-            ]
-        } else {
-            [
-                (
-                    50,
-                    "async-ask-two-threads-p50",
-                    "async ask p50, two threads",
-                ),
-                (
-                    99,
-                    "async-ask-two-threads-p99",
-                    "async ask p99, two threads",
-                ),
-            ]
-        } {
+        let peer = args(&[rows[0].1, "--count", &count]);
+        for (kind, id, title) in rows {
             out.push(Case {
-                id: qid,
-                title: qtitle,
+                id,
+                title,
                 cohort: cohort.clone(),
                 peer: peer.clone(),
                 messages: asks,
-                kind: Kind::Latency(q),
+                kind,
             });
         }
     }
     out
+}
+
+/// Whether `framework` has a port of case `id` (ractor cannot place an actor on a thread of
+/// its own).
+pub fn ported(framework: &str, id: &str) -> bool {
+    !(framework == "ractor" && id.starts_with("async-ask-thread-per-actor"))
 }
 
 #[cfg(test)]
@@ -295,12 +315,17 @@ mod tests {
     fn every_size_has_every_case() {
         for size in [Size::Full, Size::Quick, Size::Tiny] {
             let c = cases(size);
-            assert_eq!(c.len(), 14);
+            assert_eq!(c.len(), 17);
             assert!(
                 c.iter()
                     .all(|c| c.id.starts_with(&c.peer[0]) && c.messages > 0)
             );
         }
+        assert!(!ported("ractor", "async-ask-thread-per-actor-p99"));
+        assert!(
+            ported("ractor", "async-ask-two-threads")
+                && ported("kameo", "async-ask-thread-per-actor")
+        );
         let full = cases(Size::Full);
         assert_eq!(full[2].messages, 1_111_111);
         assert_eq!(full[6].messages, 10_000_000);

@@ -224,12 +224,14 @@ fn async_steps(futures: u64, asks: u64) -> Vec<Step> {
             threads: vec![1, 2],
             layout: AskLayout::Dedicated,
             timeout_ms: 1000,
+            allocs: false,
         }),
         Step::AsyncAsk(AsyncAskArgs {
             count: asks,
             threads: vec![2],
             layout: AskLayout::Pool,
             timeout_ms: 1000,
+            allocs: false,
         }),
     ]
 }

@@ -4,9 +4,11 @@
 //! The request is the ordinary [`Request`] message of `Mbox::request`, whose reply goes to a
 //! hook instead of a waiting slot. The reply and the timeout (a timer of the environment's
 //! timer service) race for the handler under one lock: the first takes it, the other finds
-//! nothing, so the outcome is delivered exactly once.
+//! nothing, so the outcome is delivered exactly once. The event that carries the outcome
+//! is the ask's state itself (it starts with a completion's header), so an ask allocates
+//! its state and its request, nothing more.
 
-use super::completion::Completion;
+use super::completion::{Completion, Head};
 use crate::agent::cell::{ACTIVE, DynCell, NEW};
 use crate::agent::{Agent, Context};
 use crate::error::AsyncError;
@@ -17,6 +19,7 @@ use crate::timer::TimerId;
 use crate::timer::task::{Deliver, Once, Timer};
 use std::fmt;
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -132,11 +135,11 @@ where
             _ => return Err(AsyncError::AgentFinishing),
         }
         let state = Arc::new(AskState::<A, Reply, H> {
+            head: Head::new(AskState::<A, Reply, H>::run_settled),
             cell: self.ctx.cell_arc(),
-            handler: Mutex::new(Some(handler)),
+            stage: Mutex::new(Stage::Waiting(handler)),
             timer: OnceLock::new(),
             timeout: self.timeout.unwrap_or_default(),
-            _types: PhantomData,
         });
         if let Some(timeout) = self.timeout {
             let env = self.ctx.environment();
@@ -149,13 +152,25 @@ where
 }
 
 /// One ask in flight: who asked, and the handler the first outcome takes.
-struct AskState<A, Reply, H> {
+///
+/// `repr(C)` with the completion header first: once settled, the state is itself the event
+/// that runs the handler on the agent ([`Completion::shared`]).
+#[repr(C)]
+struct AskState<A: Agent, Reply, H> {
+    head: Head<A>,
     cell: Arc<DynCell>,
-    handler: Mutex<Option<H>>,
+    stage: Mutex<Stage<Reply, H>>,
     /// The timeout's timer, cancelled by a reply that comes first.
     timer: OnceLock<TimerId>,
     timeout: Duration,
-    _types: PhantomData<fn() -> (A, Reply)>,
+}
+
+/// Where an ask is: the first outcome moves it from `Waiting` to `Settled`, its event's run
+/// (or drop) to `Done`.
+enum Stage<Reply, H> {
+    Waiting(H),
+    Settled(H, Result<Reply, RequestError>),
+    Done,
 }
 
 impl<A, Reply, H> AskState<A, Reply, H>
@@ -166,21 +181,49 @@ where
 {
     /// Delivers `outcome` if nothing was delivered before.
     fn settle(&self, outcome: Result<Reply, RequestError>, cancel_timer: bool) {
-        let handler = self
-            .handler
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        let Some(handler) = handler else { return };
+        {
+            let mut stage = self.stage.lock().unwrap_or_else(|e| e.into_inner());
+            match std::mem::replace(&mut *stage, Stage::Done) {
+                Stage::Waiting(handler) => *stage = Stage::Settled(handler, outcome),
+                other => {
+                    *stage = other;
+                    return;
+                }
+            }
+        }
         if cancel_timer && let Some(timer) = self.timer.get() {
             timer.cancel();
         }
-        let completion = Completion::<A>::new(0, move |me, ctx| handler(me, outcome, ctx));
+        // The event is this state: it keeps a reference of its own, released by its run.
+        // SAFETY: every `AskState` lives in an `Arc` (`Ask::then` makes them only so).
+        let own = Arc::into_raw(unsafe { crate::sync::arc_from_ref(self) });
+        // SAFETY: `head` is the first field of this `repr(C)` state, whose `Arc` count was
+        // just raised for the completion; `run_settled` is its `call`.
+        let completion = unsafe { Completion::<A>::shared(NonNull::from(&*own).cast::<Head<A>>()) };
         if let Err(refused) = deliver_event(&self.cell, completion.into_envelope()) {
             // The asking agent is finishing: the outcome goes nowhere, counted.
             self.cell
                 .header
                 .dead_letter(refused, DeliveryFailure::ReceiverGone);
+        }
+    }
+
+    /// The settled ask's event: runs its handler on the agent (`Some`) or drops it (`None`),
+    /// and releases the event's reference to the state.
+    ///
+    /// # Safety
+    /// `head` is the head of an `AskState<A, Reply, H>` whose strong count was raised for
+    /// this call by `settle`, called once for that count.
+    unsafe fn run_settled(head: NonNull<Head<A>>, with: Option<(&mut A, &mut Context<'_, A>)>) {
+        // SAFETY: `head` is the first field of a `repr(C)` `AskState` (caller), so its
+        // address is the state's, which `Arc::from_raw` takes back with the raised count.
+        let state = unsafe { Arc::from_raw(head.as_ptr().cast::<Self>().cast_const()) };
+        let stage = std::mem::replace(
+            &mut *state.stage.lock().unwrap_or_else(|e| e.into_inner()),
+            Stage::Done,
+        );
+        if let (Stage::Settled(handler, outcome), Some((agent, ctx))) = (stage, with) {
+            handler(agent, outcome, ctx)
         }
     }
 }

@@ -3,7 +3,8 @@
 //!
 //! It is one allocation: the closure to run, behind a header holding a function pointer
 //! that knows its type. The message itself is that one thin pointer, so the envelope
-//! carries it inline and allocates nothing more.
+//! carries it inline and allocates nothing more. An ask's shared state starts with such a
+//! header itself ([`Completion::shared`]), so its outcome travels in no allocation of its own.
 
 use crate::agent::cell::{AgentBody, DynCell};
 use crate::agent::{Agent, Context};
@@ -12,17 +13,25 @@ use std::marker::PhantomData;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 
-/// Runs (`Some`) or drops (`None`) the closure behind a header, and frees it.
-type CallFn<A> = unsafe fn(NonNull<Head<A>>, Option<(&mut A, &mut Context<'_, A>)>);
+/// Runs (`Some`) or drops (`None`) the closure behind a header, and frees it (or releases
+/// the completion's reference to it).
+pub(crate) type CallFn<A> = unsafe fn(NonNull<Head<A>>, Option<(&mut A, &mut Context<'_, A>)>);
 
 /// What a completion owns, for the compiler's checks (a boxed closure over the agent).
 type Owned<A> = Box<dyn FnOnce(&mut A) + Send>;
 
 /// What every node starts with (`repr(C)`: a node's address is its head's).
-struct Head<A: Agent> {
+pub(crate) struct Head<A: Agent> {
     call: CallFn<A>,
     /// The spawned future's id in the agent's table (0 for an ask).
     id: u64,
+}
+
+impl<A: Agent> Head<A> {
+    /// The head of a node that is not a spawned future's, run or dropped by `call`.
+    pub(crate) fn new(call: CallFn<A>) -> Self {
+        Self { call, id: 0 }
+    }
 }
 
 #[repr(C)]
@@ -37,7 +46,8 @@ pub(crate) struct Completion<A: Agent> {
     _owns: PhantomData<Owned<A>>,
 }
 
-// SAFETY: built only from `Send` closures (`Completion::new`), and run or dropped once.
+// SAFETY: built only from `Send` closures (`Completion::new`) or from an ask's state, which
+// holds only `Send` values behind a lock (`Completion::shared`), and run or dropped once.
 unsafe impl<A: Agent> Send for Completion<A> {}
 
 /// # Safety
@@ -69,6 +79,20 @@ impl<A: Agent> Completion<A> {
         });
         Self {
             node: NonNull::from(Box::leak(node)).cast(),
+            _owns: PhantomData,
+        }
+    }
+
+    /// A completion that is the node `head` starts (kept in an `Arc`, not boxed): one more
+    /// reference to it, which `head`'s `call` releases.
+    ///
+    /// # Safety
+    /// `head` is the first field of a live `repr(C)` value of an `Arc`, whose strong count
+    /// the caller has raised by one for this completion; its `call` runs or drops what the
+    /// node holds for the agent, and releases that count, exactly once.
+    pub(crate) unsafe fn shared(head: NonNull<Head<A>>) -> Self {
+        Self {
+            node: head,
             _owns: PhantomData,
         }
     }

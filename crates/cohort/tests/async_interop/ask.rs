@@ -174,6 +174,67 @@ fn an_ask_without_a_handler_gets_no_handler() {
     });
 }
 
+/// Tells its channel when it is dropped.
+struct DropSignal(Sender<()>);
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// Asks `to` once at start, its handler owning a [`DropSignal`]; says when it has asked.
+struct LateAsker {
+    to: Mbox,
+    signal: Option<DropSignal>,
+    handled: Sender<()>,
+    asked: Sender<()>,
+}
+impl Agent for LateAsker {
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        let to = self.to.clone();
+        let (signal, handled) = (self.signal.take(), self.handled.clone());
+        ctx.request::<u64, u64>(&to, 1)
+            .then(move |_: &mut Self, _, _: &mut Context<'_, Self>| {
+                drop(signal);
+                let _ = handled.send(());
+            })
+            .unwrap();
+        self.asked.send(()).unwrap();
+    }
+}
+
+#[test]
+fn an_outcome_after_the_asker_finished_is_a_dead_letter_and_its_handler_is_dropped() {
+    watchdog(TIMEOUT, || {
+        let env = Environment::builder().start().unwrap();
+        let mut coop = env.new_coop();
+        let sitter = coop.add(Sitter { held: Vec::new() }).mbox();
+        env.register_coop(coop).unwrap();
+        let (dropped_tx, dropped) = mpsc::channel();
+        let (handled_tx, handled) = mpsc::channel();
+        let (asked_tx, asked) = mpsc::channel();
+        let mut coop = env.new_coop();
+        coop.add(LateAsker {
+            to: sitter.clone(),
+            signal: Some(DropSignal(dropped_tx)),
+            handled: handled_tx,
+            asked: asked_tx,
+        });
+        let asker = env.register_coop(coop).unwrap();
+        recv(&asked, "the ask");
+        asker.deregister(DeregReason::Normal);
+        asker.wait_gone(Duration::from_secs(10)).unwrap();
+        let before = env.dead_letters();
+        // Both on the default dispatcher's one queue: the request is held before this.
+        sitter.send(Answer);
+        recv(&dropped, "the handler's drop");
+        assert!(env.dead_letters() > before);
+        assert!(handled.try_recv().is_err(), "handled after finish");
+        env.stop();
+        env.wait();
+    });
+}
+
 struct ZeroAsker {
     to: Mbox,
     out: Sender<Result<(), AsyncError>>,

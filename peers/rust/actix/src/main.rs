@@ -23,7 +23,8 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::FanOut => fan_out(z.workers, z.messages),
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
         Scenario::AsyncAskOneThread => async_ask(z.count, false),
-        Scenario::AsyncAskTwoThreads => async_ask(z.count, true),
+        // actix has no pool for async actors: on two threads, an arbiter is its way.
+        Scenario::AsyncAskTwoThreads | Scenario::AsyncAskThreadPerActor => async_ask(z.count, true),
     }
 }
 

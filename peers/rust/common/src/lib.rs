@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The scenarios every port runs, by their command-line names.
-pub const SCENARIOS: [&str; 10] = [
+pub const SCENARIOS: [&str; 11] = [
     "ping-pong-one-thread",
     "ping-pong-two-threads",
     "skynet",
@@ -21,6 +21,7 @@ pub const SCENARIOS: [&str; 10] = [
     "self-send",
     "async-ask-one-thread",
     "async-ask-two-threads",
+    "async-ask-thread-per-actor",
 ];
 
 /// A comparison scenario (see cohort's crates/cohort-bench/src/scenarios/ for each topology).
@@ -45,8 +46,12 @@ pub enum Scenario {
     /// One actor asks another `count` times, one ask at a time, awaiting each reply in the
     /// framework's own ask (a reply future); both on one thread.
     AsyncAskOneThread,
-    /// The same with the two actors on two threads.
+    /// The same on two threads that the framework's runtime shares out (a 2-worker tokio
+    /// runtime; actix, which has none, puts the answerer on an arbiter of its own).
     AsyncAskTwoThreads,
+    /// The same with the answerer on a thread of its own (not ported to ractor, which cannot
+    /// place an actor on a thread).
+    AsyncAskThreadPerActor,
 }
 
 impl Scenario {
@@ -63,6 +68,7 @@ impl Scenario {
             Self::SelfSend,
             Self::AsyncAskOneThread,
             Self::AsyncAskTwoThreads,
+            Self::AsyncAskThreadPerActor,
         ];
         SCENARIOS.iter().position(|&n| n == name).map(|i| all[i])
     }
@@ -103,7 +109,9 @@ impl Sizes {
         Self {
             count: match s {
                 Scenario::CountingActor => 3_000_000,
-                Scenario::AsyncAskOneThread | Scenario::AsyncAskTwoThreads => 200_000,
+                Scenario::AsyncAskOneThread
+                | Scenario::AsyncAskTwoThreads
+                | Scenario::AsyncAskThreadPerActor => 200_000,
                 _ => 1_000_000,
             },
             leaves: 1_000_000,
@@ -127,7 +135,9 @@ impl Sizes {
             Scenario::CountingActor => self.count,
             Scenario::FanOut => self.workers * self.messages,
             Scenario::SelfSend => self.workers * self.message_count,
-            Scenario::AsyncAskOneThread | Scenario::AsyncAskTwoThreads => self.count,
+            Scenario::AsyncAskOneThread
+            | Scenario::AsyncAskTwoThreads
+            | Scenario::AsyncAskThreadPerActor => self.count,
         }
     }
 

@@ -42,8 +42,9 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::CountingActor => counting(z.count),
         Scenario::FanOut => fan_out(z.workers, z.messages),
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
-        Scenario::AsyncAskOneThread => async_ask(z.count, false),
-        Scenario::AsyncAskTwoThreads => async_ask(z.count, true),
+        Scenario::AsyncAskOneThread => async_ask(z.count, AskLayout::OneThread),
+        Scenario::AsyncAskTwoThreads => async_ask(z.count, AskLayout::TwoWorkers),
+        Scenario::AsyncAskThreadPerActor => async_ask(z.count, AskLayout::AnswererThread),
     }
 }
 
@@ -663,13 +664,24 @@ impl Message<AskAll> for Asker {
     }
 }
 
-/// kameo's `ask` (a reply future awaited in the asker's async handler). One thread: both
-/// actors tasks of a current-thread runtime; two threads: the answerer on a thread of its
-/// own (`spawn_in_thread`), the asker a task of the runtime.
-fn async_ask(count: u64, two_threads: bool) -> Result<Outcome, String> {
-    let rt = runtime(if two_threads { 2 } else { 1 })?;
+/// Where the two actors of an async-ask run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AskLayout {
+    /// Both tasks of a current-thread runtime.
+    OneThread,
+    /// Both tasks of a 2-worker runtime, which places them (as kameo's users run it).
+    TwoWorkers,
+    /// The answerer on a thread of its own (`spawn_in_thread`, which needs a multi-thread
+    /// runtime: the asker is a task of a 2-worker one).
+    AnswererThread,
+}
+
+/// kameo's `ask` (a reply future awaited in the asker's async handler), the actors laid out
+/// as `layout`.
+fn async_ask(count: u64, layout: AskLayout) -> Result<Outcome, String> {
+    let rt = runtime(if layout == AskLayout::OneThread { 1 } else { 2 })?;
     let run = rt.block_on(async move {
-        let answerer = if two_threads {
+        let answerer = if layout == AskLayout::AnswererThread {
             Answerer::spawn_in_thread_with_mailbox(Answerer, mailbox::unbounded())
         } else {
             spawn(Answerer)

@@ -41,6 +41,9 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
         Scenario::AsyncAskOneThread => async_ask(z.count, 1),
         Scenario::AsyncAskTwoThreads => async_ask(z.count, 2),
+        Scenario::AsyncAskThreadPerActor => {
+            Err("not ported: ractor cannot place an actor on a thread of its own".into())
+        }
     }
 }
 
