@@ -10,10 +10,7 @@ use std::time::Duration;
 /// worker still parks within 50 µs, so an idle environment burns no CPU. The spin yields the
 /// CPU (`sched_yield`) between rounds of 64 polls, so a spinning worker does not hold a
 /// vCPU that a thread with work (an I/O thread, another worker) is waiting for; remoting's
-/// round trip gains most from that (docs/BENCHMARKS.md, remote ping-pong). A dedicated
-/// worker yields first after one round, or after up to 8 when its waits showed that the
-/// answer it waits for comes just after the first yield (a request's reply from another
-/// thread), so that a yield does not cost the hand-off a context switch.
+/// round trip gains most from that (docs/BENCHMARKS.md, remote ping-pong).
 pub const WORKER_SPIN: Duration = Duration::from_micros(50);
 
 /// How many local demands a worker runs before it moves the remote half of its queue to the

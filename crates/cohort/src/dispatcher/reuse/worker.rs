@@ -4,8 +4,7 @@
 //! tail every [`defaults::LOCAL_BATCH`] demands (and whenever the local half is empty), so
 //! demands from other threads are never starved by a busy local flow. With nothing to do it
 //! spins for the configured time (a hand-off between two busy threads costs far less than
-//! waking a parked one), yielding the CPU once its [`Patience`] is spent, then parks until a
-//! remote push wakes it.
+//! waking a parked one), then parks until a remote push wakes it.
 
 use crate::defaults;
 use crate::queue::{EventQueue, QueueItem, RunningGuard};
@@ -56,7 +55,6 @@ pub(crate) fn run_with<T: QueueItem>(
     // guard is dropped before `queue` is.
     let running = unsafe { RunningGuard::enter(queue) };
     let local = running.local();
-    let mut patience = Patience::new();
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
         local.drain_remote(defaults::REMOTE_BATCH);
@@ -84,7 +82,7 @@ pub(crate) fn run_with<T: QueueItem>(
             continue;
         }
         let t0 = probe.and_then(WorkerProbe::start);
-        if !spin_for_work(queue, spin, &mut patience) {
+        if !spin_for_work(queue, spin) {
             super::release_thread_caches();
             queue.sleep();
         }
@@ -97,101 +95,27 @@ pub(crate) fn run_with<T: QueueItem>(
 }
 
 /// Spins until the queue has remote work or is closed, for at most `spin`.
-fn spin_for_work<T: QueueItem>(
-    queue: &EventQueue<T>,
-    spin: Duration,
-    patience: &mut Patience,
-) -> bool {
-    spin_learning(|| queue.has_remote() || queue.is_closed(), spin, patience)
-}
-
-/// How many rounds of 64 polls a spinning worker makes before it first yields the CPU,
-/// learnt from its own waits: work found in the round right after the first yield doubles
-/// it (the answer of a thread it hands work to came just too late, and the yield may have
-/// cost a context switch), work found only after several yields halves it, and a wait that
-/// ends in parking starts it over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Patience(u32);
-
-impl Patience {
-    /// Where it starts: yield after the first round.
-    const FIRST: u32 = 1;
-    /// At most this many rounds before the first yield, so a worker that waits for a thread
-    /// needing its CPU (an I/O thread) holds that CPU only briefly.
-    const MOST: u32 = 8;
-
-    /// A worker's patience before it has waited.
-    pub(crate) const fn new() -> Self {
-        Self(Self::FIRST)
-    }
-
-    /// Work was found in round `round` (0: before any yield could happen).
-    fn found_in(&mut self, round: u32) {
-        if round == self.0 {
-            self.0 = (self.0 * 2).min(Self::MOST);
-        } else if round > self.0 + 1 {
-            self.0 = (self.0 / 2).max(Self::FIRST);
-        }
-    }
+fn spin_for_work<T: QueueItem>(queue: &EventQueue<T>, spin: Duration) -> bool {
+    spin_until(|| queue.has_remote() || queue.is_closed(), spin)
 }
 
 /// Spins until `ready()` holds, for at most `spin`; returns whether it did. Yields the CPU
-/// between rounds of 64 polls after the first (see [`WORKER_SPIN`](crate::defaults::WORKER_SPIN)).
+/// between rounds of 64 polls (see [`WORKER_SPIN`](crate::defaults::WORKER_SPIN)).
 pub(crate) fn spin_until(ready: impl Fn() -> bool, spin: Duration) -> bool {
-    spin_learning(ready, spin, &mut Patience::new())
-}
-
-/// Spins until `ready()` holds, for at most `spin`; returns whether it did. Yields the CPU
-/// between rounds of 64 polls once `patience` rounds are spent, and learns from the wait.
-fn spin_learning(ready: impl Fn() -> bool, spin: Duration, patience: &mut Patience) -> bool {
     if spin.is_zero() {
         return ready();
     }
     let deadline = Instant::now() + spin;
-    let mut round = 0;
     loop {
         for _ in 0..64 {
             if ready() {
-                patience.found_in(round);
                 return true;
             }
             std::hint::spin_loop();
         }
         if Instant::now() >= deadline {
-            *patience = Patience::new();
             return false;
         }
-        round += 1;
-        if round >= patience.0 {
-            std::thread::yield_now();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn patience_grows_when_work_follows_the_first_yield_and_shrinks_after_long_waits() {
-        let mut p = Patience::new();
-        p.found_in(0);
-        assert_eq!(p, Patience(1));
-        for expected in [2, 4, 8, 8] {
-            p.found_in(p.0);
-            assert_eq!(p, Patience(expected));
-        }
-        // Found before its first yield, or one yield late: unchanged.
-        p.found_in(3);
-        p.found_in(9);
-        assert_eq!(p, Patience(8));
-        p.found_in(10);
-        assert_eq!(p, Patience(4));
-        // Nothing found within the spin: it starts over.
-        let mut q = Patience(8);
-        assert!(!spin_learning(|| false, Duration::from_micros(1), &mut q));
-        assert_eq!(q, Patience::new());
-        assert!(spin_learning(|| true, Duration::from_micros(1), &mut q));
-        assert_eq!(q, Patience::new());
+        std::thread::yield_now();
     }
 }
