@@ -74,7 +74,7 @@ pub enum Command {
     SelfSendGrid(sobjectizer_grids::SelfSendGridArgs),
     /// Ping-pong through named mailboxes against direct ones, interleaved, with their ratio.
     NamedPingPong(ping_pong::NamedPingPongArgs),
-    /// A handled message with a state switch against one without (issue 4: within 2x).
+    /// A handled message with a state switch against one without (cohort's target: within 2x).
     StateSwitch(state_switch::StateSwitchArgs),
     /// Supervision: panic-to-first-message time of a one-for-one restart (p50, p99) on
     /// one_thread and work_stealing, and a crash storm (1,000 panics/s) beside a healthy
@@ -85,9 +85,9 @@ pub enum Command {
     Timers(timers::TimersArgs),
     /// Request/reply round trips from a plain thread to an agent (latency percentiles).
     RequestReply(chains::RequestReplyArgs),
-    /// Agents spawn trivial futures and handle their outputs (issue 27): completions/s, peak RSS.
+    /// Agents spawn trivial futures and handle their outputs: completions/s, peak RSS.
     SpawnDeliver(async_interop::SpawnDeliverArgs),
-    /// One agent asks another without blocking, the reply an event of the asker (issue 27).
+    /// One agent asks another without blocking, the reply an event of the asker.
     AsyncAsk(async_interop::AsyncAskArgs),
     /// Integers thread -> agent -> message chain -> thread.
     ChainThroughput(chains::ChainThroughputArgs),
@@ -116,24 +116,23 @@ pub enum Command {
     RemotePingPong(remote_ping_pong::RemotePingPongArgs),
     /// A real peer's ping-pong with a node while a peer floods it (heartbeats, tiny
     /// messages), 10,000 connection attempts come from one address, or connections stall a
-    /// max-length frame (issue 28): throughput against an undisturbed run, and memory.
+    /// max-length frame: throughput against an undisturbed run, and memory.
     RemoteFlood(remote_flood::RemoteFloodArgs),
     /// N cluster members in this process on loopback, each its own remoting node and gossip
-    /// runtime (issue 29): convergence, registration spread, crash detection, gossip bytes.
+    /// runtime: convergence, registration spread, crash detection, gossip bytes.
     Cluster(cluster::ClusterArgs),
     /// A mixed workload (every dispatcher kind, named mailboxes, timers, chains,
     /// request/reply, remote traffic with a child process) for minutes, sampling RSS, open
-    /// file descriptors and threads of both processes: samples, a plot and a growth verdict
-    /// (issue 28).
+    /// file descriptors and threads of both processes: samples, a plot and a growth verdict.
     Soak(soak::SoakArgs),
     /// Cooperations churned from several threads, panics, restarts, overflowing limits,
     /// timers cancelled while firing and stops in the middle, on every dispatcher kind, every
-    /// message checked by the ledger (issue 28).
+    /// message checked by the ledger.
     ChaosRuntime(chaos_runtime::ChaosRuntimeArgs),
     /// Nodes exchanging numbered messages under injected faults (delay, bandwidth caps,
     /// stalls, half-open connections, resets, cuts, a stalled receiver, a full queue, a
     /// killed and restarted node, a link down): every message handled once or counted, in
-    /// order (issue 28). Exit status 1 when anything is unaccounted, duplicated or reordered.
+    /// order. Exit status 1 when anything is unaccounted, duplicated or reordered.
     Chaos(chaos::ChaosArgs),
     /// A receiving node of `chaos` as a child process (started by chaos).
     #[command(hide = true)]

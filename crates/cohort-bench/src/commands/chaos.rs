@@ -1,4 +1,4 @@
-//! The `chaos` subcommand (remoting under faults, issue 28) and the hidden `chaos-node`
+//! The `chaos` subcommand (remoting under faults) and the hidden `chaos-node`
 //! child it starts.
 
 use crate::scenarios::chaos::{self, child, faults::FaultKind};

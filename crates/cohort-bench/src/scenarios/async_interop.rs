@@ -1,4 +1,4 @@
-//! Agents and async code (issue 27):
+//! Agents and async code:
 //!
 //! - `spawn-deliver`: agents spawn trivial futures (`Context::spawn`) on the environment's
 //!   embedded tokio runtime, each keeping `in_flight` of them running and spawning the next

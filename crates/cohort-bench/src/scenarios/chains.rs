@@ -1,4 +1,4 @@
-//! Message chains and request/reply (sobjectizer's mchain and request_value, issue 4):
+//! Message chains and request/reply (sobjectizer's mchain and request_value):
 //!
 //! - `request-reply`: a plain thread sends `count` requests, one at a time, to an agent that
 //!   answers each (`Context::on_request`), waiting for every reply with

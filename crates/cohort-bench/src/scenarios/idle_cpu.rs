@@ -1,4 +1,4 @@
-//! Idle CPU (CAF users' complaint, issue 3): an environment with every dispatcher kind
+//! Idle CPU (CAF users' complaint): an environment with every dispatcher kind
 //! started (`one_thread`, `active_obj`, `active_group`, `thread_pool`, `work_stealing`,
 //! `prio_one_thread` strictly ordered and quoted round robin), each with agents that have just
 //! finished a burst of ping-pong, then nothing to do. Measured: the CPU time the whole process

@@ -5,7 +5,7 @@
 //!
 //! With `--mbox named` the agents talk through two named mailboxes (`ping`, `pong`) instead of
 //! each other's direct mailbox: each send then goes through a named mailbox's subscriber
-//! lookup and a broadcast demand (issue 4: within 25 % of direct).
+//! lookup and a broadcast demand (cohort's target: within 25 % of direct).
 
 #[cfg(test)]
 use super::Dispatcher;

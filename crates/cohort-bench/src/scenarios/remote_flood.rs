@@ -1,4 +1,4 @@
-//! Remote flood (issue 28): a real peer's ping-pong with a node while something else costs
+//! Remote flood: a real peer's ping-pong with a node while something else costs
 //! that node: a peer flooding heartbeats, one flooding tiny messages to a mailbox it does not
 //! export, 10,000 connection attempts from one address, or connections each stalling a frame
 //! of the maximum length one byte short. Each disturbed run is compared with an undisturbed

@@ -1,5 +1,5 @@
-//! State switch (issue 4: "state switch plus one handled message within 2x of a handled
-//! message without switch"): one agent on one thread sends itself a signal `count` times.
+//! State switch (cohort's target: a state switch plus one handled message within 2x of a
+//! handled message without switch): one agent on one thread sends itself a signal `count` times.
 //!
 //! - `plain`: an agent without states; each signal is handled and sends the next.
 //! - `switch`: two top-level states `a` and `b`, each with its own handler; each signal is

@@ -1,4 +1,4 @@
-//! Timers (issue 4; SObjectizer issue #97): the cost of many pending timers, and the idle
+//! Timers (SObjectizer issue #97): the cost of many pending timers, and the idle
 //! cost of one fast periodic timer.
 //!
 //! - `mass`: a plain thread schedules `count` delayed sends (fire and forget) to one counting

@@ -1,4 +1,4 @@
-//! Chaos for remoting (issue 28): nodes exchanging numbered messages while faults are
+//! Chaos for remoting: nodes exchanging numbered messages while faults are
 //! injected, one kind per phase, each phase checked by an independent ledger
 //! (`cohort::testing::ledger`): every message handled once or counted with its reason, none
 //! handled twice, each sender's messages handled in order.

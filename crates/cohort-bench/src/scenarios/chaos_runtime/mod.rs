@@ -1,5 +1,5 @@
 //! `chaos-runtime`: many faults at once inside one process, every message checked by the
-//! ledger (issue 28).
+//! ledger.
 //!
 //! The run is a sequence of rounds; each round is one environment with a dispatcher of every
 //! kind (pools with each fifo), and while it lives:

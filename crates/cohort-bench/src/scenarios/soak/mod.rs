@@ -1,5 +1,5 @@
 //! `soak`: a mixed workload run for minutes while the memory, descriptors and threads of
-//! both processes are sampled (issue 28: nothing leaks).
+//! both processes are sampled: nothing may leak.
 //!
 //! The workload, paced so it leaves the machine usable: two worker agents on every
 //! dispatcher kind (pools with each fifo) take jobs from a driver thread and report each to
