@@ -24,6 +24,14 @@ pub const LOCAL_BATCH: usize = 64;
 /// than the log's lock and markers.
 pub const LOG_MIN_QUEUES: usize = 4;
 
+/// How many times a dedicated worker looks again at a reserved remote slot before it yields
+/// its core: a sender writes the slot a few stores after reserving it, far less than one
+/// `sched_yield` costs. None under loom, where each look would be a branch to explore.
+#[cfg(not(cohort_loom))]
+pub(crate) const SLOT_WRITE_SPINS: u32 = 64;
+#[cfg(cohort_loom)]
+pub(crate) const SLOT_WRITE_SPINS: u32 = 0;
+
 /// How many remote demands a worker moves to its local half at once (a pool worker moves no
 /// more than its turn can run).
 pub const REMOTE_BATCH: usize = 256;

@@ -18,32 +18,12 @@ pub(crate) use std::sync::atomic::{
 #[cfg(not(cohort_loom))]
 pub(crate) use std::thread::{Thread, current as current_thread, park};
 
+#[cfg(cohort_loom)]
+pub(crate) use loom::thread::yield_now;
+/// Gives up the core to another runnable thread (under loom: to the model's scheduler, which a
+/// wait loop needs to make progress).
 #[cfg(not(cohort_loom))]
-pub(crate) use crossbeam_queue::SegQueue;
-
-/// A stand-in for `crossbeam_queue::SegQueue` that loom can model (a locked deque: the
-/// model checks the protocol around the queue, crossbeam checks its own queue).
-#[cfg(cohort_loom)]
-pub(crate) struct SegQueue<T>(loom::sync::Mutex<std::collections::VecDeque<T>>);
-
-#[cfg(cohort_loom)]
-impl<T> SegQueue<T> {
-    pub(crate) fn new() -> Self {
-        Self(loom::sync::Mutex::new(std::collections::VecDeque::new()))
-    }
-    pub(crate) fn push(&self, v: T) {
-        self.0.lock().unwrap().push_back(v)
-    }
-    pub(crate) fn pop(&self) -> Option<T> {
-        self.0.lock().unwrap().pop_front()
-    }
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.lock().unwrap().is_empty()
-    }
-    pub(crate) fn len(&self) -> usize {
-        self.0.lock().unwrap().len()
-    }
-}
+pub(crate) use std::thread::yield_now;
 
 /// A cell handed from thread to thread by a protocol of its owner (no lock of its own), whose
 /// accesses loom checks for data races under `--cfg cohort_loom`; a plain `UnsafeCell` otherwise.

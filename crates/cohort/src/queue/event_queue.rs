@@ -5,12 +5,14 @@
 //!   currently runs the queue. A send from a handler running on this queue to an agent bound
 //!   to this queue (the whole single-thread path) pushes here: no lock, no atomic
 //!   read-modify-write, no refcount.
-//! - **remote**: for every other sender. A queue run by a dedicated thread has a lock-free
-//!   MPMC segment queue (`crossbeam_queue::SegQueue`), followed by a [`Wakeup::notify`]. A
-//!   pool queue has a list of blocks whose write index lives in its state word
-//!   ([`remote_blocks`]): a send to a busy pool queue is one compare-and-swap on the state
-//!   (reserving an index and keeping [`SCHEDULED`]) and one slot written; its runner pops
-//!   exactly the indices the state shows, without a fence or a look at the senders' lines.
+//! - **remote**: for every other sender, a list of blocks whose write index lives in the
+//!   queue's state word ([`remote_blocks`]): a send is one compare-and-swap on the state
+//!   (reserving an index; on a pool queue, keeping [`SCHEDULED`]) and one slot written; the
+//!   runner pops exactly the indices the state shows, without a fence or a look at the
+//!   senders' lines. A queue run by a dedicated thread then calls [`Wakeup::notify`]; its
+//!   worker sleeps only when the state's index is the one it has read up to, and as it exits
+//!   it flags the state [`RETIRED`] and rejects what was reserved before, so a later push
+//!   finds the flag and rejects its own demand (one party sweeps, one reader pops).
 //!   A sender that finds an idle pool queue claims it (sets [`SCHEDULED`]) and owns it until
 //!   it hands it to a run queue: it leaves its demand in the queue's one-demand `first` slot,
 //!   next to the state it has just written, and the next turn runs it before anything else
@@ -23,11 +25,12 @@
 //! total order, and FIFO holds per sender: a given sender thread always uses the same half.
 
 use super::local_ring::LocalRing;
+use super::pool_state::{RETIRED, SENDERS_OWN, tail_index};
 use super::remote_blocks::{self, Head, Tail};
 use super::sender_epoch;
 use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
 use crate::agent::demand::Demand;
-use crate::sync::{AtomicBool, AtomicU64, HandOffCell, SegQueue};
+use crate::sync::{AtomicBool, AtomicU64, HandOffCell};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -51,18 +54,15 @@ pub(crate) trait Schedule<T: QueueItem>: Send + Sync {
 
 /// Who runs the queue, and so how a sender makes it run.
 pub(super) enum Notifier<T: QueueItem> {
-    /// A dedicated worker thread, woken from its park; the queue's remote half is a
-    /// `SegQueue` (which any thread may sweep once the worker has exited).
-    Thread(Box<ThreadSide<T>>),
-    /// A pool's workers: the queue is scheduled when it goes from idle to having work; its
-    /// remote half is the list of blocks of [`remote_blocks`], indexed by the state.
+    /// A dedicated worker thread, woken from its park after a remote push.
+    Thread(Box<ThreadSide>),
+    /// A pool's workers: the queue is scheduled when it goes from idle to having work.
     Pool { scheduler: Arc<dyn Schedule<T>> },
 }
 
 /// What a queue run by a dedicated thread has that a pool queue has not.
-pub(super) struct ThreadSide<T> {
+pub(super) struct ThreadSide {
     pub(super) wakeup: QueueWakeup,
-    pub(super) remote: SegQueue<T>,
 }
 
 /// A per-queue word that a pool's policy owns (`work_stealing`: the queue's home worker;
@@ -94,8 +94,6 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     /// `u32::MAX`); unused by a dedicated worker thread.
     pub(super) max_demands_at_once: u32,
     pub(super) closed: AtomicBool,
-    /// Set by the worker when it has exited: nothing will run this queue again.
-    pub(super) retired: AtomicBool,
     pub(super) senders: SendersLine<T>,
     pub(super) run: RunnerLine<T>,
 }
@@ -111,10 +109,11 @@ pub(super) struct SendersLine<T: QueueItem> {
     /// that sender, before it hands the queue to a run queue; read only by the queue's runner.
     /// Initialised when `has_first` says so (an `Option` would take a line and a half).
     pub(super) first: HandOffCell<MaybeUninit<T>>,
-    /// Pool queues: the remote half's write index (times [`ONE_PUSH`]), [`SENDERS_OWN`] and
-    /// [`SCHEDULED`].
+    /// The remote half's write index (times [`ONE_PUSH`]) and flags: [`SENDERS_OWN`] and
+    /// [`SCHEDULED`] on a pool queue; [`SENDERS_OWN`] (always) and [`RETIRED`] on a queue run
+    /// by a dedicated thread.
     pub(super) state: AtomicU64,
-    /// Pool queues: the remote half's senders' end (see [`remote_blocks`]).
+    /// The remote half's senders' end (see [`remote_blocks`]).
     pub(super) remote_tail: Tail<T>,
     /// A word the pool's policy owns (see [`PolicyWord`]); on the senders' line because a
     /// sender that schedules the queue may read it.
@@ -128,7 +127,7 @@ pub(super) struct SendersLine<T: QueueItem> {
 #[repr(C, align(64))]
 pub(super) struct RunnerLine<T: QueueItem> {
     pub(super) local: UnsafeCell<LocalRing<T>>,
-    /// Pool queues: the remote half's runner's end (see [`remote_blocks`]).
+    /// The remote half's runner's end (see [`remote_blocks`]).
     pub(super) remote_head: Head<T>,
 }
 
@@ -146,7 +145,6 @@ impl<T: QueueItem> EventQueue<T> {
         Self::with_notifier(
             Notifier::Thread(Box::new(ThreadSide {
                 wakeup: QueueWakeup::Own(Wakeup::new()),
-                remote: SegQueue::new(),
             })),
             usize::MAX,
         )
@@ -158,7 +156,6 @@ impl<T: QueueItem> EventQueue<T> {
         Self::with_notifier(
             Notifier::Thread(Box::new(ThreadSide {
                 wakeup: QueueWakeup::Shared { group, bit },
-                remote: SegQueue::new(),
             })),
             usize::MAX,
         )
@@ -170,15 +167,20 @@ impl<T: QueueItem> EventQueue<T> {
     }
 
     fn with_notifier(notifier: Notifier<T>, max_demands_at_once: usize) -> Arc<Self> {
+        // A dedicated worker finishes its agents without moving their remote demands first
+        // (no `close_lending` step on the state), so those demands always own their agent.
+        let state = match notifier {
+            Notifier::Thread(_) => SENDERS_OWN,
+            Notifier::Pool { .. } => 0,
+        };
         Arc::new(Self {
             notifier,
             early: UnsafeCell::new(Vec::new()),
             max_demands_at_once: u32::try_from(max_demands_at_once).unwrap_or(u32::MAX),
             closed: AtomicBool::new(false),
-            retired: AtomicBool::new(false),
             senders: SendersLine {
                 first: HandOffCell::new(MaybeUninit::uninit()),
-                state: AtomicU64::new(0),
+                state: AtomicU64::new(state),
                 remote_tail: Tail::new(),
                 policy: PolicyWord::new(0),
                 has_first: HandOffCell::new(false),
@@ -239,15 +241,7 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) fn push_remote_with(&self, make: impl FnOnce(bool) -> T) {
         sender_epoch::advance();
         match &self.notifier {
-            Notifier::Thread(side) => {
-                side.remote.push(make(false));
-                side.wakeup.notify();
-                // `notify` ends with a SeqCst fence: either the exiting worker sees this push
-                // in its last sweep, or we see `retired` here and sweep ourselves.
-                if self.retired.load(Ordering::Relaxed) {
-                    self.reject_remote();
-                }
-            }
+            Notifier::Thread(side) => self.push_dedicated(make, &side.wakeup),
             Notifier::Pool { scheduler } => self.push_pooled(make, &**scheduler),
         }
     }
@@ -263,22 +257,20 @@ impl<T: QueueItem> EventQueue<T> {
         &self.senders.policy
     }
 
-    /// Called by the worker once it has left its loop: whatever arrives from now on (a sender
-    /// that saw its receiver alive just before it finished) is rejected at once, counted as a
-    /// dead letter, instead of waiting in a queue nobody runs.
-    pub(crate) fn retire(&self) {
-        self.retired.store(true, Ordering::SeqCst);
-        crate::sync::fence(Ordering::SeqCst);
-        self.reject_remote();
-    }
-
-    /// A queue run by a dedicated thread: rejects its remote half (that thread has exited).
-    #[cold]
-    pub(crate) fn reject_remote(&self) {
-        if let Notifier::Thread(side) = &self.notifier {
-            while let Some(d) = side.remote.pop() {
-                d.reject();
-            }
+    /// Called by a dedicated worker once it has left its loop: flags the state [`RETIRED`]
+    /// and rejects what its remote half holds; whatever arrives from now on (a sender that saw
+    /// its receiver alive just before it finished) is rejected by its sender at once, counted
+    /// as a dead letter, instead of waiting in a queue nobody runs. The flag and every
+    /// reservation are read-modify-writes of the state, so each push lands on exactly one side
+    /// of it: swept here, or rejected by its sender.
+    ///
+    /// # Safety
+    /// The caller is the queue's dedicated worker (the one reader of its remote half).
+    pub(crate) unsafe fn retire(&self) {
+        if let Notifier::Thread(_) = &self.notifier {
+            let tail = tail_index(self.senders.state.fetch_or(RETIRED, Ordering::AcqRel));
+            // SAFETY: the caller is the remote half's one reader.
+            unsafe { self.pop_remote_until(tail, T::reject) };
         }
     }
 
@@ -343,31 +335,46 @@ impl<T: QueueItem> EventQueue<T> {
     /// The caller runs this queue.
     #[inline]
     pub(super) unsafe fn drain_remote(&self, max: usize) -> usize {
-        match &self.notifier {
-            Notifier::Pool { .. } => {
-                // One load of the state, which the turn touches anyway, says how many were
-                // pushed (acquire: with the blocks they went to). A push after it fails the
-                // turn's end (`finish_turn`), which runs the queue again.
-                let tail = self.remote_tail();
-                let head = &self.run.remote_head;
-                // SAFETY: the caller runs this queue: the head is its alone.
-                if unsafe { head.index() } == tail {
-                    // The common case on a hand-off: nothing pushed while the queue waited.
-                    return 0;
-                }
-                // SAFETY: as above.
-                unsafe { self.move_to_local(max, || head.pop(tail)) }
-            }
-            Notifier::Thread(side) => {
-                // Two loads, where an empty `pop` costs a full fence; a push racing with
-                // this check is seen by the worker's next look.
-                if side.remote.is_empty() {
-                    return 0;
-                }
-                // SAFETY: the caller runs this queue.
-                unsafe { self.move_to_local(max, || side.remote.pop()) }
+        // One load of the state, which a pool turn touches anyway, says how many were pushed
+        // (acquire: with the blocks they went to). A push after it fails a pool turn's end
+        // (`finish_turn`), which runs the queue again, and is seen by a dedicated worker's
+        // look before it sleeps (`has_remote`).
+        let tail = self.remote_tail();
+        let head = &self.run.remote_head;
+        // SAFETY: the caller runs this queue: the head is its alone.
+        if unsafe { head.index() } == tail {
+            // The common case on a hand-off: nothing pushed while the queue waited.
+            return 0;
+        }
+        // SAFETY: as above.
+        let moved = unsafe { self.move_to_local(max, || head.pop(tail)) };
+        if moved == 0 && matches!(self.notifier, Notifier::Thread(_)) {
+            // SAFETY: as above.
+            return unsafe { self.wait_for_slot(max, tail) };
+        }
+        moved
+    }
+
+    /// A dedicated worker saw a reservation whose slot is still being written: its sender is
+    /// most often in the middle of that store on another core, so look again a few times
+    /// before yielding the core to a sender that may have been descheduled (the worker comes
+    /// straight back for the slot: `has_remote`).
+    ///
+    /// # Safety
+    /// The caller runs this queue.
+    #[cold]
+    unsafe fn wait_for_slot(&self, max: usize, tail: u64) -> usize {
+        let head = &self.run.remote_head;
+        for _ in 0..crate::defaults::SLOT_WRITE_SPINS {
+            std::hint::spin_loop();
+            // SAFETY: the caller runs this queue: the head is its alone.
+            let moved = unsafe { self.move_to_local(max, || head.pop(tail)) };
+            if moved > 0 {
+                return moved;
             }
         }
+        crate::sync::yield_now();
+        0
     }
 
     /// Moves up to `max` demands that `pop` yields to the local tail; returns how many moved.
@@ -423,15 +430,10 @@ impl<T: QueueItem> EventQueue<T> {
     /// # Safety
     /// The caller runs this queue.
     pub(super) unsafe fn len_here(&self) -> usize {
-        let remote = match &self.notifier {
-            Notifier::Thread(side) => side.remote.len(),
-            Notifier::Pool { .. } => {
-                let tail = self.remote_tail();
-                // SAFETY: the caller runs this queue: the head is its alone.
-                let head = unsafe { self.run.remote_head.index() };
-                usize::try_from(remote_blocks::count(head, tail)).unwrap_or(usize::MAX)
-            }
-        };
+        let tail = self.remote_tail();
+        // SAFETY: the caller runs this queue: the head is its alone.
+        let head = unsafe { self.run.remote_head.index() };
+        let remote = usize::try_from(remote_blocks::count(head, tail)).unwrap_or(usize::MAX);
         // SAFETY: only the running thread touches `local` and `first` (caller).
         unsafe {
             usize::from(self.senders.has_first.with_mut(|has| *has))
@@ -440,19 +442,36 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 
-    /// A queue run by a dedicated thread: true when its remote half has demands.
+    /// A queue run by a dedicated thread: true when its remote half has demands (reserved
+    /// beyond the index its worker has read up to; one may still be being written).
+    ///
+    /// # Safety
+    /// The caller is the queue's dedicated worker (the one reader of its remote half).
     #[inline]
-    pub(crate) fn has_remote(&self) -> bool {
+    pub(crate) unsafe fn has_remote(&self) -> bool {
         match &self.notifier {
-            Notifier::Thread(side) => !side.remote.is_empty(),
+            Notifier::Thread(_) => {
+                // SAFETY: the caller is the remote half's one reader.
+                let head = unsafe { self.run.remote_head.index() };
+                // (Under loom a read-modify-write, for the reason given at `Wakeup::notify`.)
+                head != tail_index(crate::sync::load_latest(&self.senders.state))
+            }
             Notifier::Pool { .. } => false,
         }
     }
 
-    /// Sleeps until a remote push or a close (the caller spins first).
-    pub(crate) fn sleep(&self) {
+    /// Sleeps until a remote push or a close (the caller spins first). A sender reserves its
+    /// index, writes it, then notifies (a `SeqCst` fence, then a look at the worker's flag);
+    /// the worker raises its flag, fences, then compares the state's index with its own: one
+    /// of the two sees the other, so no push is slept through.
+    ///
+    /// # Safety
+    /// As [`has_remote`](Self::has_remote).
+    pub(crate) unsafe fn sleep(&self) {
         if let Notifier::Thread(side) = &self.notifier {
-            side.wakeup.sleep(|| self.has_remote() || self.is_closed());
+            // SAFETY: the caller is the remote half's one reader.
+            side.wakeup
+                .sleep(|| unsafe { self.has_remote() } || self.is_closed());
         }
     }
 
@@ -486,14 +505,9 @@ impl<T: QueueItem> Drop for EventQueue<T> {
         while let Some(d) = self.run.local.get_mut().pop_front() {
             d.reject();
         }
-        match &self.notifier {
-            Notifier::Thread(_) => self.reject_remote(),
-            Notifier::Pool { .. } => {
-                let tail = self.remote_tail();
-                // SAFETY: `&mut self`: no sender is left.
-                unsafe { self.run.remote_head.free_all(tail, T::reject) };
-            }
-        }
+        let tail = self.remote_tail();
+        // SAFETY: `&mut self`: no sender is left.
+        unsafe { self.run.remote_head.free_all(tail, T::reject) };
     }
 }
 

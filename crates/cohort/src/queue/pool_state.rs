@@ -1,9 +1,11 @@
-//! The state word of a pool queue and what moves it: the claim of an idle queue by a sender,
-//! a remote push to a busy one, the end of a turn, the finish step's close of lending.
+//! The state word of a queue and what moves it: the claim of an idle pool queue by a sender,
+//! a remote push to a busy one (or to a queue run by a dedicated thread), the end of a turn,
+//! the finish step's close of lending, a dedicated worker's retirement.
 
 use super::event_queue::{EventQueue, Notifier, QueueItem, Schedule};
 use super::remote_blocks::{self, Block};
-use crate::sync::arc_from_ref;
+use super::wakeup::QueueWakeup;
+use crate::sync::{Backoff, arc_from_ref};
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::Arc;
@@ -19,7 +21,10 @@ pub(super) const SCHEDULED: u64 = 1;
 /// [`EventQueue::close_lending`], and "Agent lifetime" in `docs/runtime-semantics.md`). Set
 /// once, by the runner, at that step.
 pub(super) const SENDERS_OWN: u64 = 2;
-/// Pool queue state: the remote half's write index sits above the flags; one remote push
+/// Dedicated queue state flag (the bit that a pool queue uses for [`SCHEDULED`]): the worker
+/// has exited and swept the remote half; a push that finds it rejects its own demand.
+pub(super) const RETIRED: u64 = SCHEDULED;
+/// Queue state: the remote half's write index sits above the flags; one remote push
 /// adds this (see [`remote_blocks`]).
 pub(super) const ONE_PUSH: u64 = 4;
 
@@ -33,13 +38,16 @@ impl<T: QueueItem> EventQueue<T> {
     /// A pool queue's remote push: one compare-and-swap on the state either claims the idle
     /// queue or reserves an index of the remote half (see [`remote_blocks`]).
     #[inline(always)]
-    pub(super) fn push_pooled(&self, make: impl FnOnce(bool) -> T, scheduler: &dyn Schedule<T>) {
+    pub(super) fn push_pooled(
+        &self,
+        mut make: impl FnOnce(bool) -> T,
+        scheduler: &dyn Schedule<T>,
+    ) {
         let state = &self.senders.state;
-        let (tail, head) = (&self.senders.remote_tail, &self.run.remote_head);
         // A block for the next link, taken before the reservation of a block's last slot (so
         // that the senders waiting on the marker wait for stores, not an allocation).
         let mut next: *mut Block<T> = ptr::null_mut();
-        let backoff = crate::sync::Backoff::new();
+        let backoff = Backoff::new();
         // Acquire: a state past a marker comes with the block linked before it.
         let mut s = state.load(Ordering::Acquire);
         loop {
@@ -76,45 +84,99 @@ impl<T: QueueItem> EventQueue<T> {
                         .with_mut(|first| *first = MaybeUninit::new(make(s & SENDERS_OWN == 0)));
                 };
                 if !next.is_null() {
-                    head.give_back(next);
+                    self.run.remote_head.give_back(next);
                 }
                 scheduler.schedule(self.arc());
                 return;
             }
-            let index = tail_index(s);
-            if remote_blocks::is_marker(index) {
-                // Another sender is linking the next block in.
-                backoff.snooze();
-                s = crate::sync::load_latest(state);
-                continue;
+            match self.try_reserve(s, &mut next, &backoff, make) {
+                // The queue was scheduled (not idle: see above): its runner reads up to the
+                // new index before its turn can end in idle.
+                Ok(()) => return,
+                Err((now, m)) => (s, make) = (now, m),
             }
-            if remote_blocks::is_last_slot(index) && next.is_null() {
-                next = head.take_block();
+        }
+    }
+
+    /// A remote push to a queue run by a dedicated thread: one compare-and-swap on the state
+    /// reserves an index of the remote half (see [`remote_blocks`]), then the worker is woken
+    /// if it sleeps; once the worker has retired, the demand is rejected here instead.
+    #[inline(always)]
+    pub(super) fn push_dedicated(&self, mut make: impl FnOnce(bool) -> T, wakeup: &QueueWakeup) {
+        let state = &self.senders.state;
+        // As in `push_pooled`.
+        let mut next: *mut Block<T> = ptr::null_mut();
+        let backoff = Backoff::new();
+        let mut s = state.load(Ordering::Acquire);
+        loop {
+            if s & RETIRED != 0 {
+                self.reject_retired(next, make(false));
+                return;
             }
-            let block = tail.block(head);
-            // Release: the runner that reads this index (acquire) reads the blocks linked
-            // before it; the value itself is published by its slot's tag.
-            match state.compare_exchange_weak(s, s + ONE_PUSH, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    let borrow = s & SENDERS_OWN == 0;
-                    let step = || {
-                        state.fetch_add(ONE_PUSH, Ordering::AcqRel);
-                    };
-                    // SAFETY: this sender reserved `index` (the exchange above), `block` is the
-                    // tail block read after a state that had `index` (acquire), and `next` is
-                    // set when `index` is a block's last slot.
-                    unsafe { tail.write(block, index, next, step, || make(borrow)) };
-                    if !remote_blocks::is_last_slot(index) && !next.is_null() {
-                        // Taken for a last slot that another sender got.
-                        head.give_back(next);
-                    }
-                    // The queue was scheduled (not idle: see above): its runner reads up to the
-                    // new index before its turn can end in idle.
-                    return;
+            match self.try_reserve(s, &mut next, &backoff, make) {
+                Ok(()) => break,
+                Err((now, m)) => (s, make) = (now, m),
+            }
+        }
+        // After the reservation (a read-modify-write of the state): `notify`'s fence then
+        // pairs with the one of the worker's `sleep`, which reads the state after it.
+        wakeup.notify();
+    }
+
+    /// A push that found its dedicated queue retired: the worker has swept the remote half
+    /// and exited, so the demand is rejected (counted) by its sender.
+    #[cold]
+    fn reject_retired(&self, next: *mut Block<T>, d: T) {
+        if !next.is_null() {
+            self.run.remote_head.give_back(next);
+        }
+        d.reject();
+    }
+
+    /// A remote push's reservation at state `s` (whose flags the caller has checked): one
+    /// compare-and-swap reserves the state's index, then the demand `make` builds is written
+    /// in its slot. Gives `make` back with the state to retry from when the state moved or
+    /// its index rests on a marker (another sender is linking the next block in). `next` is
+    /// the block taken for a link, kept across retries; the caller gives it back if it leaves
+    /// the loop another way.
+    #[inline(always)]
+    fn try_reserve<F: FnOnce(bool) -> T>(
+        &self,
+        s: u64,
+        next: &mut *mut Block<T>,
+        backoff: &Backoff,
+        make: F,
+    ) -> Result<(), (u64, F)> {
+        let state = &self.senders.state;
+        let (tail, head) = (&self.senders.remote_tail, &self.run.remote_head);
+        let index = tail_index(s);
+        if remote_blocks::is_marker(index) {
+            backoff.snooze();
+            return Err((crate::sync::load_latest(state), make));
+        }
+        if remote_blocks::is_last_slot(index) && next.is_null() {
+            *next = head.take_block();
+        }
+        let block = tail.block(head);
+        // Release: the runner that reads this index (acquire) reads the blocks linked before
+        // it; the value itself is published by its slot's tag.
+        match state.compare_exchange_weak(s, s + ONE_PUSH, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                let borrow = s & SENDERS_OWN == 0;
+                let step = || {
+                    state.fetch_add(ONE_PUSH, Ordering::AcqRel);
+                };
+                // SAFETY: this sender reserved `index` (the exchange above), `block` is the
+                // tail block read after a state that had `index` (acquire), and `next` is set
+                // when `index` is a block's last slot.
+                unsafe { tail.write(block, index, *next, step, || make(borrow)) };
+                if !remote_blocks::is_last_slot(index) && !next.is_null() {
+                    // Taken for a last slot that another sender got.
+                    head.give_back(*next);
                 }
-                Err(now) => s = now,
+                Ok(())
             }
+            Err(now) => Err((now, make)),
         }
     }
 
@@ -179,16 +241,29 @@ impl<T: QueueItem> EventQueue<T> {
         };
         // AcqRel, like every write of the state: with the blocks linked before the index.
         let tail = tail_index(self.senders.state.fetch_or(SENDERS_OWN, Ordering::AcqRel));
+        // SAFETY: the caller runs this queue: the head and the local half are its alone.
+        unsafe { self.pop_remote_until(tail, |d| self.push_local(d)) };
+    }
+
+    /// Pops the remote half up to index `tail` (read from the state) into `f`, waiting for a
+    /// sender between its reservation and its write (a few instructions, unless it was
+    /// preempted there).
+    ///
+    /// # Safety
+    /// The caller runs this queue (or is its dedicated worker): the head is its alone.
+    pub(super) unsafe fn pop_remote_until(&self, tail: u64, mut f: impl FnMut(T)) {
         let head = &self.run.remote_head;
-        let backoff = crate::sync::Backoff::new();
+        let backoff = Backoff::new();
         loop {
-            // SAFETY: the caller runs this queue: the head is its alone.
-            unsafe { self.move_to_local(usize::MAX, || head.pop(tail)) };
+            // SAFETY: caller.
+            while let Some(d) = unsafe { head.pop(tail) } {
+                f(d);
+            }
             // SAFETY: as above.
             if unsafe { head.index() } == tail {
                 return;
             }
-            // A slot reserved before the flag and not written yet stopped the move.
+            // A slot reserved and not written yet stopped the pops.
             backoff.snooze();
         }
     }

@@ -1,21 +1,22 @@
-//! The remote half of a pool queue: an unbounded multi-producer, single-consumer list of
-//! blocks whose write index lives in the queue's state word.
+//! The remote half of a queue (pool or dedicated): an unbounded multi-producer,
+//! single-consumer list of blocks whose write index lives in the queue's state word.
 //!
 //! ```text
-//!  senders' line:  state = [ write index | SCHEDULED ]      Tail.block ──────────┐
+//!  senders' line:  state = [ write index | flags ]          Tail.block ──────────┐
 //!                                                                                ▼
 //!  runner line:    Head { index, block ──► [slot 0 .. slot BLOCK_CAP-1 | next] ──► [...] }
 //!                       spare ──► [a block read to its end, kept for the next link]
 //! ```
 //!
-//! A sender reserves index `i` in the same compare-and-swap that flags the queue (so a send
-//! to a busy queue touches the state's line and one slot, nothing else), writes slot
-//! `i % LAP` of the tail block and tags the slot with `i`'s lap. The runner knows from the
+//! A sender reserves index `i` in one compare-and-swap on the state (on a pool queue, the one
+//! that flags the queue; so a send to a busy queue touches the state's line and one slot,
+//! nothing else), writes slot `i % LAP` of the tail block and tags the slot with `i`'s lap. The runner knows from the
 //! state how many indices are reserved, pops exactly those, and never reads a sender's line
 //! to learn whether the queue is empty: no fence, no look at a tail, no compare-and-swap on a
 //! head. A slot whose sender is between its reservation and its write stops the drain there
-//! (the runner does not wait for it): the turn cannot end idle with the head behind the
-//! index, so the queue runs again and finds it written.
+//! (the runner does not wait for it): a pool turn cannot end idle with the head behind the
+//! index, so the queue runs again and finds it written; a dedicated worker does not sleep
+//! with the head behind the index.
 //! Offset `BLOCK_CAP` of each lap is a marker: the sender that took a block's last slot links
 //! the next block in and steps the index over the marker; other senders wait meanwhile. A
 //! block read to its end goes back to the queue as its `spare`, which the next link reuses:

@@ -44,9 +44,25 @@ impl Wakeup {
     #[inline]
     pub(crate) fn notify(&self) {
         fence(SeqCst);
-        if self.sleeping.load(Relaxed) && self.sleeping.swap(false, SeqCst) {
+        if self.sleeping_after_fence() && self.sleeping.swap(false, SeqCst) {
             self.unpark();
         }
+    }
+
+    /// The producer's look at `sleeping` after its `SeqCst` fence.
+    #[cfg(not(cohort_loom))]
+    #[inline]
+    fn sleeping_after_fence(&self) -> bool {
+        self.sleeping.load(Relaxed)
+    }
+
+    /// Under loom: a read-modify-write, which reads the latest value. The two fences already
+    /// guarantee that one side sees the other; loom 0.7 does not model that guarantee, and
+    /// orders a plain store only by happens-before, so this load could return the producer's
+    /// own earlier `swap` over the worker's later announcement.
+    #[cfg(cohort_loom)]
+    fn sleeping_after_fence(&self) -> bool {
+        self.sleeping.fetch_or(false, Relaxed)
     }
 
     /// As [`Wakeup::notify`] without its fence, for a caller that fenced already (a pool
@@ -99,12 +115,26 @@ impl Wakeup {
     /// the worker announced that it sleeps. Returns on a notify (or spuriously); the caller
     /// re-checks for work.
     pub(crate) fn sleep(&self, has_work: impl Fn() -> bool) {
-        self.sleeping.store(true, Relaxed);
+        self.set_sleeping(true);
         fence(SeqCst);
         if !has_work() {
             park();
         }
-        self.sleeping.store(false, Relaxed);
+        self.set_sleeping(false);
+    }
+
+    /// The worker's announcement.
+    #[cfg(not(cohort_loom))]
+    #[inline]
+    fn set_sleeping(&self, v: bool) {
+        self.sleeping.store(v, Relaxed);
+    }
+
+    /// Under loom: a read-modify-write, so that every write of `sleeping` is one and loom
+    /// orders them all (see `sleeping_after_fence`).
+    #[cfg(cohort_loom)]
+    fn set_sleeping(&self, v: bool) {
+        self.sleeping.swap(v, Relaxed);
     }
 }
 

@@ -108,7 +108,9 @@ pub(crate) fn run_prio<T: QueueItem>(
     // quota spent": the first choice wraps to the highest).
     let mut cursor = (0usize, 0usize);
     let all_closed = || queues.iter().all(|q| q.is_closed());
-    let any_remote = || queues.iter().any(|q| q.has_remote());
+    // SAFETY: this thread is the dedicated worker of every queue of `queues`, the one reader
+    // of their remote halves (so for every `has_remote` and `retire` of this function).
+    let any_remote = || queues.iter().any(|q| unsafe { q.has_remote() });
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
         if ready.remote != 0 {
@@ -148,7 +150,8 @@ pub(crate) fn run_prio<T: QueueItem>(
         if any_remote() {
             ready.add_remote(
                 (0..queues.len())
-                    .filter(|&i| queues[i].has_remote())
+                    // SAFETY: see above.
+                    .filter(|&i| unsafe { queues[i].has_remote() })
                     .fold(0, |m, i| m | 1 << i),
             );
             continue;
@@ -172,7 +175,8 @@ pub(crate) fn run_prio<T: QueueItem>(
     }
     current.guard = None;
     for q in queues {
-        q.retire();
+        // SAFETY: see above.
+        unsafe { q.retire() };
     }
 }
 
@@ -203,7 +207,8 @@ fn move_remote<T: QueueItem>(current: &mut Current<'_, T>, ready: &mut Ready, wh
     for p in (0..current.queues.len()).filter(|p| which & (1 << p) != 0) {
         let q = current.enter(p);
         q.drain_remote(defaults::REMOTE_BATCH);
-        if !q.queue().has_remote() {
+        // SAFETY: this thread is the queue's dedicated worker (it holds its token).
+        if !unsafe { q.queue().has_remote() } {
             ready.remote &= !(1 << p);
         }
     }

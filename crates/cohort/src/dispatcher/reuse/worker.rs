@@ -71,12 +71,15 @@ pub(crate) fn run_with<T: QueueItem>(
         if let (Some(p), Some(t0)) = (probe, t0) {
             p.busy(t0, ran, local.len());
         }
-        if ran > 0 || queue.has_remote() {
+        // SAFETY: this thread is the queue's dedicated worker, the one reader of its remote
+        // half (so for every `has_remote`, `sleep` and `retire` of this function).
+        if ran > 0 || unsafe { queue.has_remote() } {
             continue;
         }
         if queue.is_closed() {
             // Closed and empty: but a remote push may race with the close; take it first.
-            if !queue.has_remote() {
+            // SAFETY: see above.
+            if !unsafe { queue.has_remote() } {
                 break;
             }
             continue;
@@ -84,19 +87,23 @@ pub(crate) fn run_with<T: QueueItem>(
         let t0 = probe.and_then(WorkerProbe::start);
         if !spin_for_work(queue, spin) {
             super::release_thread_caches();
-            queue.sleep();
+            // SAFETY: see above.
+            unsafe { queue.sleep() };
         }
         if let (Some(p), Some(t0)) = (probe, t0) {
             p.idle(t0);
         }
     }
     drop(running);
-    queue.retire();
+    // SAFETY: see above.
+    unsafe { queue.retire() };
 }
 
-/// Spins until the queue has remote work or is closed, for at most `spin`.
+/// Spins until the queue has remote work or is closed, for at most `spin`; called by the
+/// queue's dedicated worker.
 fn spin_for_work<T: QueueItem>(queue: &EventQueue<T>, spin: Duration) -> bool {
-    spin_until(|| queue.has_remote() || queue.is_closed(), spin)
+    // SAFETY: the caller is the queue's dedicated worker (the one reader of its remote half).
+    spin_until(|| unsafe { queue.has_remote() } || queue.is_closed(), spin)
 }
 
 /// Spins until `ready()` holds, for at most `spin`; returns whether it did. Yields the CPU

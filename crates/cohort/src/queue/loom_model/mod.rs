@@ -1,6 +1,7 @@
 //! Loom models of the queue, and what every queue model shares: the item pushed and the FIFO
 //! check.
 
+mod dedicated_queue;
 mod pool_queue;
 mod wakeup;
 
