@@ -5,6 +5,7 @@
 
 use super::nodes::{Books, Numbered, SINK, environment_with, node_config, registry};
 use cohort::{Agent, Context, DefineError, DeliveryFailure, Mbox};
+use cohort_remote::netns::{Host, NetnsError};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -221,77 +222,34 @@ impl Drop for ChildNode {
     }
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// A network namespace joined to this one by a veth pair; removed when dropped.
+/// The link-down phases' other host: a network namespace joined to this one by a veth
+/// pair; removed when dropped.
 pub struct Netns {
-    name: String,
-    host_if: String,
-    /// The namespace's address (the child listens there).
-    pub addr: String,
+    host: Host,
     /// What `tc ... netem` said in the namespace.
     pub netem: String,
 }
 
 impl Netns {
     /// Makes the namespace, or says why it cannot (not root, no iproute2, ...).
-    pub fn create() -> Result<Self, String> {
+    pub fn create() -> Result<Self, NetnsError> {
         let id = std::process::id() % 10_000;
-        let subnet = 20 + id % 200;
-        let name = format!("cohort-chaos{id}");
-        let host_if = format!("chc{id}a");
-        let ns_if = format!("chc{id}b");
-        ip(&["netns", "add", &name])?;
-        let mut ns = Netns {
-            name: name.clone(),
-            host_if: host_if.clone(),
-            addr: format!("10.88.{subnet}.2"),
-            netem: String::new(),
-        };
-        ip(&[
-            "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
-        ])?;
-        ip(&["link", "set", &ns_if, "netns", &name])?;
-        ip(&[
-            "addr",
+        let subnet = (20 + id % 200) as u8;
+        let host = Host::joined(
+            &format!("chc{id}"),
+            [10, 88, subnet, 1].into(),
+            [10, 88, subnet, 2].into(),
+        )?;
+        let netem = match host.namespace().run(&[
+            "tc",
+            "qdisc",
             "add",
-            &format!("10.88.{subnet}.1/24"),
             "dev",
-            &host_if,
-        ])?;
-        ip(&["link", "set", &host_if, "up"])?;
-        let inside = |args: &[&str]| {
-            let mut a = vec!["netns", "exec", name.as_str()];
-            a.extend_from_slice(args);
-            ip(&a)
-        };
-        inside(&[
-            "ip",
-            "addr",
-            "add",
-            &format!("{}/24", ns.addr),
-            "dev",
-            &ns_if,
-        ])?;
-        inside(&["ip", "link", "set", &ns_if, "up"])?;
-        inside(&["ip", "link", "set", "lo", "up"])?;
-        inside(&["true"])?;
-        ns.netem = match inside(&[
-            "tc", "qdisc", "add", "dev", &ns_if, "root", "netem", "delay", "1ms",
+            host.inside_interface(),
+            "root",
+            "netem",
+            "delay",
+            "1ms",
         ]) {
             Ok(()) => {
                 "netem: available on this kernel (not used: the proxy injects the faults)".into()
@@ -300,25 +258,25 @@ impl Netns {
                 "netem: not available on this kernel ({e}); the proxy injects delay, jitter and bandwidth caps instead"
             ),
         };
-        Ok(ns)
+        Ok(Self { host, netem })
+    }
+
+    /// The namespace's address (the child listens there).
+    pub fn addr(&self) -> String {
+        self.host.addr().to_string()
     }
 
     /// The prefix that runs a program inside the namespace.
     pub fn prefix(&self) -> Vec<String> {
-        ["ip", "netns", "exec", self.name.as_str()]
+        self.host
+            .namespace()
+            .exec_prefix()
             .map(str::to_owned)
             .to_vec()
     }
 
     /// Takes this side's end of the veth link down or up.
     pub fn link(&self, up: bool) -> Result<(), String> {
-        ip(&["link", "set", &self.host_if, if up { "up" } else { "down" }])
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["link", "del", &self.host_if]);
-        let _ = ip(&["netns", "del", &self.name]);
+        self.host.link(up).map_err(|e| e.to_string())
     }
 }
