@@ -54,7 +54,7 @@ pub fn serve(a: &NodeArgs) -> Result<(), String> {
     let d = dead.clone();
     let env = environment_with(move |reason| {
         d.fetch_add(1, Ordering::Release);
-        let _ = writeln!(std::io::stdout().lock(), "D {reason:?}");
+        let _ = writeln!(std::io::stdout().lock(), "D {}", reason.name());
     })?;
     let node = cohort_remote::Node::start(
         &env.environment(),
@@ -83,26 +83,6 @@ pub fn serve(a: &NodeArgs) -> Result<(), String> {
     node.shutdown();
     env.stop_and_wait();
     Ok(())
-}
-
-/// The reasons a child may name, by their `Debug` spelling.
-fn reason(name: &str) -> Option<DeliveryFailure> {
-    use DeliveryFailure::*;
-    [
-        ReceiverGone,
-        NotRegistered,
-        NoHandler,
-        NoSubscriber,
-        NodeDown,
-        OutboundFull,
-        NotRegisteredForRemote,
-        NotExported,
-        RemoteCodec,
-        InDoubt,
-        AccessDenied,
-    ]
-    .into_iter()
-    .find(|r| format!("{r:?}") == name)
 }
 
 /// A child node seen from the parent.
@@ -169,8 +149,14 @@ impl ChildNode {
                         }
                     }
                     (Some("D"), Some(why), None) => {
-                        let why = reason(why).unwrap_or(DeliveryFailure::ReceiverGone);
-                        b.dead_letter(why, &format!("{why:?} (child)"));
+                        match DeliveryFailure::from_name(why) {
+                            Ok(why) => b.dead_letter(why, &format!("{why:?} (child)")),
+                            // Still a message not delivered: counted, under the name it came with.
+                            Err(e) => b.dead_letter(
+                                DeliveryFailure::ReceiverGone,
+                                &format!("{} (child, unknown reason)", e.0),
+                            ),
+                        }
                         d.fetch_add(1, Ordering::Release);
                     }
                     _ => {}
