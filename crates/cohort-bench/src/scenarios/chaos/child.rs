@@ -9,8 +9,8 @@ use cohort_remote::netns::{Host, NetnsError};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -25,10 +25,35 @@ pub struct NodeArgs {
     pub listen: SocketAddr,
 }
 
+/// How many messages the child's node read are settled: handled by the sink or counted as
+/// dead letters. A count under a lock with a condition variable, so that the end of the
+/// child waits for the last one instead of polling.
+#[derive(Default)]
+struct Settled {
+    count: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Settled {
+    fn add(&self) {
+        *self.count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.changed.notify_all();
+    }
+
+    /// Waits until at least `read()` messages are settled, or `timeout` passed.
+    fn wait(&self, read: impl Fn() -> u64, timeout: Duration) {
+        let count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .changed
+            .wait_timeout_while(count, timeout, |n| *n < read())
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
 /// The child's sink: a line per message.
 struct LineSink {
     inbox: Mbox,
-    handled: Arc<AtomicU64>,
+    settled: Arc<Settled>,
 }
 
 impl Agent for LineSink {
@@ -40,7 +65,7 @@ impl Agent for LineSink {
                 // Written before it counts as handled: a kill between the two loses a message
                 // the parent then counts as lost with the process.
                 let _ = writeln!(std::io::stdout().lock(), "H {} {}", m.sender, m.seq);
-                me.handled.fetch_add(1, Ordering::Release);
+                me.settled.add();
             },
         )?;
         Ok(())
@@ -48,13 +73,13 @@ impl Agent for LineSink {
 }
 
 /// The child's main: a node with a sink until standard input closes, then, once its sink
-/// handled what the node read, a graceful shutdown.
+/// handled what the node read (at most 10 s), a graceful shutdown.
 pub fn serve(a: &NodeArgs) -> Result<(), String> {
-    let dead = Arc::new(AtomicU64::new(0));
-    let d = dead.clone();
+    let settled = Arc::new(Settled::default());
+    let s = settled.clone();
     let env = environment_with(move |reason| {
-        d.fetch_add(1, Ordering::Release);
         let _ = writeln!(std::io::stdout().lock(), "D {}", reason.name());
+        s.add();
     })?;
     let node = cohort_remote::Node::start(
         &env.environment(),
@@ -62,11 +87,10 @@ pub fn serve(a: &NodeArgs) -> Result<(), String> {
         registry(),
     )
     .map_err(|e| format!("node {}: {e}", a.name))?;
-    let handled = Arc::new(AtomicU64::new(0));
     let mut coop = env.environment().new_coop();
     coop.add(LineSink {
         inbox: node.export(SINK),
-        handled: handled.clone(),
+        settled: settled.clone(),
     });
     env.environment()
         .register_coop(coop)
@@ -74,12 +98,7 @@ pub fn serve(a: &NodeArgs) -> Result<(), String> {
     let addr = node.local_addr().ok_or("no listening address")?;
     writeln!(std::io::stdout().lock(), "LISTEN {addr}").map_err(|e| e.to_string())?;
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while handled.load(Ordering::Acquire) + dead.load(Ordering::Acquire) < node.stats().messages_in
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    settled.wait(|| node.stats().messages_in, Duration::from_secs(10));
     node.shutdown();
     env.stop_and_wait();
     Ok(())
