@@ -233,7 +233,7 @@ impl NodeConfig {
     /// about 4.5 s), a [`FAST_HANDSHAKE_TIMEOUT`](defaults::FAST_HANDSHAKE_TIMEOUT) and a
     /// reconnection backoff of [`FAST_RECONNECT_MIN_BACKOFF`](defaults::FAST_RECONNECT_MIN_BACKOFF)
     /// to [`FAST_RECONNECT_MAX_BACKOFF`](defaults::FAST_RECONNECT_MAX_BACKOFF) (the detector's
-    /// settings are the `FAST_PHI_*` constants in [`defaults`](crate::defaults)). It sets
+    /// settings are the `FAST_PHI_*` constants in [`defaults`]). It sets
     /// these five settings only; a setter called after it changes one of them. Give both
     /// nodes the preset: each side judges the other's heartbeats. Across a WAN or on a
     /// loaded machine it declares live peers down; keep the defaults there.
