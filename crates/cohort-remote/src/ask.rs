@@ -286,29 +286,6 @@ enum WireError {
     InDoubt,
 }
 
-/// Every delivery failure, in the order of its code on the wire.
-const FAILURES: [DeliveryFailure; 19] = [
-    DeliveryFailure::ReceiverGone,
-    DeliveryFailure::NotRegistered,
-    DeliveryFailure::NoHandler,
-    DeliveryFailure::NoSubscriber,
-    DeliveryFailure::TransferLoop,
-    DeliveryFailure::ChainClosed,
-    DeliveryFailure::ChainFull,
-    DeliveryFailure::LimitReached,
-    DeliveryFailure::RedirectLoop,
-    DeliveryFailure::MutableToMultiConsumer,
-    DeliveryFailure::TransformPanicked,
-    DeliveryFailure::FilterPanicked,
-    DeliveryFailure::NodeDown,
-    DeliveryFailure::OutboundFull,
-    DeliveryFailure::NotRegisteredForRemote,
-    DeliveryFailure::NotExported,
-    DeliveryFailure::RemoteCodec,
-    DeliveryFailure::InDoubt,
-    DeliveryFailure::AccessDenied,
-];
-
 /// The code of `f` on the wire (exhaustive: a new failure needs a code).
 fn failure_code(f: DeliveryFailure) -> u8 {
     match f {
@@ -359,9 +336,10 @@ impl From<WireError> for RequestError {
             WireError::NoHandler => RequestError::NoHandler,
             WireError::NotReplied => RequestError::NotReplied,
             // A code this build does not know (a newer peer's): dropped unanswered.
-            WireError::Refused(code) => FAILURES
-                .get(code as usize)
-                .map_or(RequestError::NotReplied, |&f| RequestError::Refused(f)),
+            WireError::Refused(code) => DeliveryFailure::ALL
+                .into_iter()
+                .find(|&f| failure_code(f) == code)
+                .map_or(RequestError::NotReplied, RequestError::Refused),
             WireError::InDoubt => RequestError::InDoubt,
         }
     }
@@ -380,15 +358,17 @@ mod tests {
             RequestError::NotReplied,
             RequestError::InDoubt,
         ];
-        all.extend(FAILURES.iter().map(|&f| RequestError::Refused(f)));
+        all.extend(DeliveryFailure::ALL.map(RequestError::Refused));
         for e in all {
             let bytes = postcard::to_allocvec(&WireError::from(e)).unwrap();
             let back: WireError = postcard::from_bytes(&bytes).unwrap();
             assert_eq!(RequestError::from(back), e);
         }
-        for (i, &f) in FAILURES.iter().enumerate() {
-            assert_eq!(failure_code(f) as usize, i);
-        }
+        // One code per failure, so each decodes as itself.
+        let mut codes = DeliveryFailure::ALL.map(failure_code).to_vec();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), DeliveryFailure::ALL.len());
         assert_eq!(
             RequestError::from(WireError::Refused(200)),
             RequestError::NotReplied

@@ -227,6 +227,42 @@ impl NodeConfig {
         self
     }
 
+    /// A preset for peers on one LAN that must notice a lost peer quickly: heartbeats every
+    /// [`FAST_HEARTBEAT_INTERVAL`](defaults::FAST_HEARTBEAT_INTERVAL), a detector that
+    /// declares a silent peer down about 0.9 s after its last heartbeat (the defaults take
+    /// about 4.5 s), a [`FAST_HANDSHAKE_TIMEOUT`](defaults::FAST_HANDSHAKE_TIMEOUT) and a
+    /// reconnection backoff of [`FAST_RECONNECT_MIN_BACKOFF`](defaults::FAST_RECONNECT_MIN_BACKOFF)
+    /// to [`FAST_RECONNECT_MAX_BACKOFF`](defaults::FAST_RECONNECT_MAX_BACKOFF) (the detector's
+    /// settings are the `FAST_PHI_*` constants in [`defaults`]). It sets
+    /// these five settings only; a setter called after it changes one of them. Give both
+    /// nodes the preset: each side judges the other's heartbeats. Across a WAN or on a
+    /// loaded machine it declares live peers down; keep the defaults there.
+    ///
+    /// ```
+    /// use cohort_remote::NodeConfig;
+    /// use std::time::Duration;
+    ///
+    /// let config = NodeConfig::new("pricing-1")
+    ///     .fast_failure_detection()
+    ///     .handshake_timeout(Duration::from_millis(500)); // this one tighter still
+    /// assert!(config.validate().is_ok());
+    /// ```
+    pub fn fast_failure_detection(self) -> Self {
+        self.heartbeat_interval(defaults::FAST_HEARTBEAT_INTERVAL)
+            .failure_detector(PhiConfig {
+                threshold: defaults::FAST_PHI_THRESHOLD,
+                max_samples: defaults::FAST_PHI_MAX_SAMPLES,
+                min_std_deviation: defaults::FAST_PHI_MIN_STD_DEVIATION,
+                acceptable_pause: defaults::FAST_ACCEPTABLE_HEARTBEAT_PAUSE,
+                first_interval: defaults::FAST_HEARTBEAT_INTERVAL,
+            })
+            .handshake_timeout(defaults::FAST_HANDSHAKE_TIMEOUT)
+            .reconnect_backoff(
+                defaults::FAST_RECONNECT_MIN_BACKOFF,
+                defaults::FAST_RECONNECT_MAX_BACKOFF,
+            )
+    }
+
     /// Reconnection backoff to a dialled peer: first wait, and the most it doubles to
     /// ([`RECONNECT_MIN_BACKOFF`](defaults::RECONNECT_MIN_BACKOFF),
     /// [`RECONNECT_MAX_BACKOFF`](defaults::RECONNECT_MAX_BACKOFF)).
@@ -353,5 +389,62 @@ impl NodeConfig {
             _ => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phi::PhiAccrual;
+    use std::time::Instant;
+
+    /// When a peer whose heartbeats came regularly at `config`'s interval is suspected.
+    fn suspected_after(config: &NodeConfig) -> Duration {
+        let t0 = Instant::now();
+        let mut d = PhiAccrual::new(config.phi, t0);
+        for i in 1..=50 {
+            d.heartbeat(t0 + config.heartbeat_interval * i);
+        }
+        d.time_to_suspect()
+    }
+
+    #[test]
+    fn the_fast_preset_suspects_a_silent_peer_within_a_second() {
+        let fast = NodeConfig::new("n").fast_failure_detection();
+        assert!(fast.validate().is_ok());
+        // Interval + pause 600 ms, then 5.2 standard deviations at their 50 ms floor.
+        let t = suspected_after(&fast);
+        assert!(
+            t > Duration::from_millis(800) && t < Duration::from_millis(950),
+            "{t:?}"
+        );
+        let t = suspected_after(&NodeConfig::new("n"));
+        assert!(
+            t > Duration::from_secs(4) && t < Duration::from_secs(5),
+            "{t:?}"
+        );
+        assert_eq!(fast.phi.first_interval, fast.heartbeat_interval);
+        assert_eq!(
+            (
+                fast.reconnect_min,
+                fast.reconnect_max,
+                fast.handshake_timeout
+            ),
+            (
+                defaults::FAST_RECONNECT_MIN_BACKOFF,
+                defaults::FAST_RECONNECT_MAX_BACKOFF,
+                defaults::FAST_HANDSHAKE_TIMEOUT
+            )
+        );
+    }
+
+    #[test]
+    fn a_setter_after_the_preset_overrides_only_its_setting() {
+        let c = NodeConfig::new("n")
+            .fast_failure_detection()
+            .reconnect_backoff(Duration::from_millis(50), Duration::from_millis(200));
+        assert_eq!(c.reconnect_max, Duration::from_millis(200));
+        assert_eq!(c.phi.threshold, defaults::FAST_PHI_THRESHOLD);
+        assert_eq!(c.heartbeat_interval, defaults::FAST_HEARTBEAT_INTERVAL);
     }
 }

@@ -97,6 +97,8 @@ pub mod fuzzing;
 mod guard;
 mod handshake;
 mod mbox_ref;
+#[doc(hidden)]
+pub mod netns;
 mod node;
 mod outbound;
 mod peer;

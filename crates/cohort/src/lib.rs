@@ -85,7 +85,9 @@ pub use error::{
 };
 pub use future::{Ask, FutureId, Spawn};
 pub use mailbox::custom::{AnyMessage, CustomMbox};
-pub use mailbox::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
+pub use mailbox::dead_letter::{
+    DeadLetter, DeadLetterHook, DeliveryFailure, UnknownDeliveryFailure,
+};
 pub use mailbox::limits::MessageLimits;
 pub use mailbox::request::{PendingReply, ReplyHook, Request, RequestError, Responder};
 pub use mailbox::{Mbox, MboxId};

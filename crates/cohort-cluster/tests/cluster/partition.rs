@@ -10,10 +10,11 @@
 use crate::common;
 
 use cohort_cluster::Listing;
+use cohort_remote::netns::{Bridge, Host, NetnsError};
 use common::*;
 use std::io::{BufRead, BufReader, Write};
-use std::net::IpAddr;
-use std::process::{Child, Command, Stdio};
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -59,96 +60,41 @@ fn partition_child() {
     }
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
 /// A bridge here (host 1) and two namespaces (hosts 2 and 3), each joined to the bridge by
 /// a veth pair; all removed when dropped.
 struct Hosts {
-    tag: String,
-    /// 10.79.<net>.0/24: .1 here, .2 and .3 in the namespaces.
-    net: u32,
+    // Declared first, so dropped before the bridge they are attached to.
+    others: [Host; 2],
+    bridge: Bridge,
 }
 
 impl Hosts {
-    fn create() -> Result<Self, String> {
+    /// 10.79.<net>.0/24: .1 here, .2 and .3 in the namespaces.
+    fn create() -> Result<Self, NetnsError> {
         let pid = std::process::id();
-        let hosts = Hosts {
-            tag: format!("cc{}", pid % 100_000),
-            net: pid % 250 + 1,
-        };
-        let br = hosts.bridge();
-        ip(&["link", "add", "name", &br, "type", "bridge"])?;
-        ip(&["addr", "add", &format!("{}/24", hosts.addr(1)), "dev", &br])?;
-        ip(&["link", "set", &br, "up"])?;
-        for k in [2, 3] {
-            let ns = hosts.ns(k);
-            let (outside, inside) = (hosts.veth(k), format!("{}i{k}", hosts.tag));
-            ip(&["netns", "add", &ns])?;
-            ip(&[
-                "link", "add", &outside, "type", "veth", "peer", "name", &inside,
-            ])?;
-            ip(&["link", "set", &inside, "netns", &ns])?;
-            ip(&["link", "set", &outside, "master", &br])?;
-            ip(&["link", "set", &outside, "up"])?;
-            let in_ns = |args: &[&str]| {
-                let mut all = vec!["netns", "exec", ns.as_str(), "ip"];
-                all.extend_from_slice(args);
-                ip(&all)
-            };
-            in_ns(&[
-                "addr",
-                "add",
-                &format!("{}/24", hosts.addr(k)),
-                "dev",
-                &inside,
-            ])?;
-            in_ns(&["link", "set", &inside, "up"])?;
-            // The gossip relay binds loopback inside the namespace too.
-            in_ns(&["link", "set", "lo", "up"])?;
-        }
-        Ok(hosts)
+        let tag = format!("cc{}", pid % 100_000);
+        let addr = |k: u8| Ipv4Addr::new(10, 79, (pid % 250 + 1) as u8, k);
+        let bridge = Bridge::create(&format!("{tag}br"), addr(1))?;
+        let host = |k: u8| Host::on_bridge(&format!("{tag}n{k}"), &bridge, addr(k));
+        let others = [host(2)?, host(3)?];
+        Ok(Hosts { others, bridge })
     }
 
-    fn bridge(&self) -> String {
-        format!("{}br", self.tag)
+    /// Host `k` (2 or 3).
+    fn host(&self, k: u32) -> &Host {
+        &self.others[k as usize - 2]
     }
-    fn ns(&self, k: u32) -> String {
-        format!("{}n{k}", self.tag)
-    }
-    fn veth(&self, k: u32) -> String {
-        format!("{}o{k}", self.tag)
-    }
+
     fn addr(&self, k: u32) -> IpAddr {
-        format!("10.79.{}.{k}", self.net).parse().unwrap()
+        match k {
+            1 => self.bridge.addr().into(),
+            _ => self.host(k).addr().into(),
+        }
     }
 
     /// Pulls or plugs host `k`'s cable (its veth's bridge side): no FIN, no ICMP.
     fn link(&self, k: u32, up: bool) {
-        ip(&["link", "set", &self.veth(k), if up { "up" } else { "down" }]).unwrap();
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        for k in [2, 3] {
-            let _ = ip(&["link", "del", &self.veth(k)]);
-            let _ = ip(&["netns", "del", &self.ns(k)]);
-        }
-        let _ = ip(&["link", "del", &self.bridge()]);
+        self.host(k).link(up).unwrap();
     }
 }
 
@@ -161,10 +107,10 @@ struct Remote {
 impl Remote {
     fn start(hosts: &Hosts, k: u32, name: &str, seed: &str) -> Self {
         let exe = std::env::current_exe().unwrap();
-        let mut child = Command::new("ip")
-            .args(["netns", "exec"])
-            .arg(hosts.ns(k))
-            .arg(exe)
+        let mut child = hosts
+            .host(k)
+            .namespace()
+            .command(exe)
             .args(["--exact", &test_name(module_path!(), "partition_child")])
             .args(["--nocapture", "--test-threads=1"])
             .env(CHILD, format!("{name}|{}|{seed}", hosts.addr(k)))
@@ -220,9 +166,7 @@ fn a_host_cut_off_is_down_on_both_sides_and_back_with_its_registrations_after_he
     let hosts = match Hosts::create() {
         Ok(h) => h,
         Err(e) => {
-            println!(
-                "skipped: cannot make network namespaces and a bridge here ({e}); needs root and iproute2"
-            );
+            println!("skipped: cannot make network namespaces and a bridge here: {e}");
             return;
         }
     };

@@ -7,7 +7,7 @@
 use crate::common;
 
 use cohort::Environment;
-use cohort_remote::phi::PhiConfig;
+use cohort_remote::netns::Host;
 use cohort_remote::{Node, NodeConfig, NodeDown, NodeUp, Registry};
 use common::*;
 use serde::{Deserialize, Serialize};
@@ -154,107 +154,25 @@ fn reconnects_after_the_peer_process_is_killed_and_restarted() {
     });
 }
 
-/// A network namespace with a veth pair to this one; removed when dropped.
-struct Netns {
-    name: String,
-    host_if: String,
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-impl Netns {
-    /// 10.77.<k>.1 here, 10.77.<k>.2 in the namespace.
-    fn create(k: u8) -> Result<Self, String> {
-        let id = std::process::id() % 10_000;
-        let name = format!("cohort-t{id}");
-        let host_if = format!("cht{id}a");
-        let ns_if = format!("cht{id}b");
-        ip(&["netns", "add", &name])?;
-        let ns = Netns {
-            name: name.clone(),
-            host_if: host_if.clone(),
-        };
-        ip(&[
-            "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
-        ])?;
-        ip(&["link", "set", &ns_if, "netns", &name])?;
-        ip(&["addr", "add", &format!("10.77.{k}.1/24"), "dev", &host_if])?;
-        ip(&["link", "set", &host_if, "up"])?;
-        ip(&[
-            "netns",
-            "exec",
-            &name,
-            "ip",
-            "addr",
-            "add",
-            &format!("10.77.{k}.2/24"),
-            "dev",
-            &ns_if,
-        ])?;
-        ip(&["netns", "exec", &name, "ip", "link", "set", &ns_if, "up"])?;
-        ip(&["netns", "exec", &name, "ip", "link", "set", "lo", "up"])?;
-        // `ip netns exec` must also be able to start a program there (it mounts /sys).
-        let ok = Command::new("ip")
-            .args(["netns", "exec", &name, "true"])
-            .status()
-            .map_err(|e| format!("ip netns exec: {e}"))?;
-        if !ok.success() {
-            return Err("ip netns exec cannot start a program in the namespace".into());
-        }
-        Ok(ns)
-    }
-
-    fn link(&self, up: bool) {
-        ip(&["link", "set", &self.host_if, if up { "up" } else { "down" }]).unwrap();
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["link", "del", &self.host_if]);
-        let _ = ip(&["netns", "del", &self.name]);
-    }
-}
-
 #[test]
 fn a_cut_link_between_two_hosts_is_detected_and_the_connection_restored() {
-    let ns = match Netns::create(9) {
-        Ok(ns) => ns,
+    // 10.77.9.1 here, 10.77.9.2 on the other host.
+    let name = format!("cht{}", std::process::id() % 10_000);
+    let host = match Host::joined(&name, [10, 77, 9, 1].into(), [10, 77, 9, 2].into()) {
+        Ok(host) => host,
         Err(e) => {
-            println!(
-                "skipped: cannot make a network namespace here ({e}); needs root and iproute2"
-            );
+            println!("skipped: cannot make a network namespace here: {e}");
             return;
         }
     };
-    let ns_name = ns.name.clone();
     watchdog(TIMEOUT * 2, move || {
-        let greeter = Greeter::start(&["ip", "netns", "exec", &ns_name], "10.77.9.2:7801", 100);
-        let phi = PhiConfig {
-            threshold: 8.0,
-            max_samples: 100,
-            min_std_deviation: Duration::from_millis(50),
-            acceptable_pause: Duration::from_millis(500),
-            first_interval: Duration::from_millis(100),
-        };
+        let at = format!("{}:7801", host.addr());
+        let greeter = Greeter::start(&host.namespace().exec_prefix(), &at, 100);
+        // The greeter heartbeats every 100 ms too; a dial into the cut link gives up sooner,
+        // and the redial after healing comes within 200 ms.
         let v = visitor(
             NodeConfig::new("visitor")
-                .heartbeat_interval(Duration::from_millis(100))
-                .failure_detector(phi)
+                .fast_failure_detection()
                 .handshake_timeout(Duration::from_millis(500))
                 .reconnect_backoff(Duration::from_millis(50), Duration::from_millis(200)),
         );
@@ -262,11 +180,11 @@ fn a_cut_link_between_two_hosts_is_detected_and_the_connection_restored() {
         assert_eq!(recv(&v.ups, "node up").node, "greeter");
         v.greet(1);
 
-        ns.link(false); // the cable is pulled: no FIN, no RST, just silence
+        host.link(false).unwrap(); // the cable is pulled: no FIN, no RST, just silence
         let down = recv(&v.downs, "node down after the link was cut");
         assert!(down.reason.contains("failure detector"), "{}", down.reason);
 
-        ns.link(true);
+        host.link(true).unwrap();
         assert_eq!(
             recv(&v.ups, "node up after the link came back").node,
             "greeter"
@@ -274,6 +192,6 @@ fn a_cut_link_between_two_hosts_is_detected_and_the_connection_restored() {
         v.greet(2);
         v.end();
         drop(greeter);
-        drop(ns);
+        drop(host);
     });
 }

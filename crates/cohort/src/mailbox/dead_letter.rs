@@ -6,6 +6,8 @@ use crate::mailbox::MboxId;
 use crate::message::Envelope;
 use std::any::Any;
 use std::fmt;
+use std::str::FromStr;
+use thiserror::Error;
 
 /// Why a message was not delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,6 +67,105 @@ pub enum DeliveryFailure {
     /// other nodes (`cohort-remote`'s `Access`).
     AccessDenied,
 }
+
+impl DeliveryFailure {
+    /// Every reason, in the order of declaration.
+    ///
+    /// ```
+    /// use cohort::DeliveryFailure;
+    ///
+    /// assert!(DeliveryFailure::ALL.contains(&DeliveryFailure::NodeDown));
+    /// ```
+    pub const ALL: [DeliveryFailure; 19] = [
+        DeliveryFailure::ReceiverGone,
+        DeliveryFailure::NotRegistered,
+        DeliveryFailure::NoHandler,
+        DeliveryFailure::NoSubscriber,
+        DeliveryFailure::TransferLoop,
+        DeliveryFailure::ChainClosed,
+        DeliveryFailure::ChainFull,
+        DeliveryFailure::LimitReached,
+        DeliveryFailure::RedirectLoop,
+        DeliveryFailure::MutableToMultiConsumer,
+        DeliveryFailure::TransformPanicked,
+        DeliveryFailure::FilterPanicked,
+        DeliveryFailure::NodeDown,
+        DeliveryFailure::OutboundFull,
+        DeliveryFailure::NotRegisteredForRemote,
+        DeliveryFailure::NotExported,
+        DeliveryFailure::RemoteCodec,
+        DeliveryFailure::InDoubt,
+        DeliveryFailure::AccessDenied,
+    ];
+
+    /// Its stable name in snake case (`receiver_gone`, `node_down`...), for logs, metrics
+    /// labels and text formats; [`DeliveryFailure::from_name`] reads it back.
+    ///
+    /// ```
+    /// use cohort::DeliveryFailure;
+    ///
+    /// assert_eq!(DeliveryFailure::NotRegisteredForRemote.name(), "not_registered_for_remote");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            DeliveryFailure::ReceiverGone => "receiver_gone",
+            DeliveryFailure::NotRegistered => "not_registered",
+            DeliveryFailure::NoHandler => "no_handler",
+            DeliveryFailure::NoSubscriber => "no_subscriber",
+            DeliveryFailure::TransferLoop => "transfer_loop",
+            DeliveryFailure::ChainClosed => "chain_closed",
+            DeliveryFailure::ChainFull => "chain_full",
+            DeliveryFailure::LimitReached => "limit_reached",
+            DeliveryFailure::RedirectLoop => "redirect_loop",
+            DeliveryFailure::MutableToMultiConsumer => "mutable_to_multi_consumer",
+            DeliveryFailure::TransformPanicked => "transform_panicked",
+            DeliveryFailure::FilterPanicked => "filter_panicked",
+            DeliveryFailure::NodeDown => "node_down",
+            DeliveryFailure::OutboundFull => "outbound_full",
+            DeliveryFailure::NotRegisteredForRemote => "not_registered_for_remote",
+            DeliveryFailure::NotExported => "not_exported",
+            DeliveryFailure::RemoteCodec => "remote_codec",
+            DeliveryFailure::InDoubt => "in_doubt",
+            DeliveryFailure::AccessDenied => "access_denied",
+        }
+    }
+
+    /// The reason whose [`name`](DeliveryFailure::name) is `name` (also what `str::parse`
+    /// does).
+    ///
+    /// ```
+    /// use cohort::DeliveryFailure;
+    ///
+    /// assert_eq!(DeliveryFailure::from_name("in_doubt"), Ok(DeliveryFailure::InDoubt));
+    /// let e = "InDoubt".parse::<DeliveryFailure>().unwrap_err();
+    /// assert!(e.to_string().contains("in_doubt"), "{e}");
+    /// ```
+    pub fn from_name(name: &str) -> Result<Self, UnknownDeliveryFailure> {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.name() == name)
+            .ok_or_else(|| UnknownDeliveryFailure(name.to_owned()))
+    }
+}
+
+impl FromStr for DeliveryFailure {
+    type Err = UnknownDeliveryFailure;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::from_name(s)
+    }
+}
+
+/// A name that is no [`DeliveryFailure`]'s [`name`](DeliveryFailure::name).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error(
+    "{0:?} is not a delivery failure's name; the names: {names}",
+    names = DeliveryFailure::ALL.map(DeliveryFailure::name).join(", ")
+)]
+pub struct UnknownDeliveryFailure(
+    /// The name given.
+    pub String,
+);
 
 impl fmt::Display for DeliveryFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -171,3 +272,63 @@ impl<'a> DeadLetter<'a> {
 /// The environment's dead-letter hook. It runs on the thread that found the message
 /// undeliverable (a sender or a worker), so it must be quick.
 pub type DeadLetterHook = Box<dyn Fn(&DeadLetter) + Send + Sync + 'static>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The place of `r` in [`DeliveryFailure::ALL`]. Exhaustive, so a new variant does not
+    /// compile until it is given its place here, next to which it goes into `ALL`.
+    fn place(r: DeliveryFailure) -> usize {
+        use DeliveryFailure::*;
+        match r {
+            ReceiverGone => 0,
+            NotRegistered => 1,
+            NoHandler => 2,
+            NoSubscriber => 3,
+            TransferLoop => 4,
+            ChainClosed => 5,
+            ChainFull => 6,
+            LimitReached => 7,
+            RedirectLoop => 8,
+            MutableToMultiConsumer => 9,
+            TransformPanicked => 10,
+            FilterPanicked => 11,
+            NodeDown => 12,
+            OutboundFull => 13,
+            NotRegisteredForRemote => 14,
+            NotExported => 15,
+            RemoteCodec => 16,
+            InDoubt => 17,
+            AccessDenied => 18,
+        }
+    }
+
+    #[test]
+    fn all_holds_every_variant_once_and_each_name_reads_back() {
+        for (i, r) in DeliveryFailure::ALL.into_iter().enumerate() {
+            assert_eq!(place(r), i, "{r:?}");
+            assert_eq!(DeliveryFailure::from_name(r.name()), Ok(r));
+            assert_eq!(r.name().parse::<DeliveryFailure>(), Ok(r));
+            let snake = r
+                .name()
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'_');
+            assert!(snake, "{}", r.name());
+        }
+        let mut names = DeliveryFailure::ALL.map(DeliveryFailure::name).to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), DeliveryFailure::ALL.len());
+    }
+
+    #[test]
+    fn an_unknown_name_is_a_typed_error_listing_the_names() {
+        let e = DeliveryFailure::from_name("ReceiverGone").unwrap_err();
+        assert_eq!(e, UnknownDeliveryFailure("ReceiverGone".into()));
+        let text = e.to_string();
+        assert!(text.starts_with("\"ReceiverGone\" is not"), "{text}");
+        assert!(text.contains("receiver_gone, not_registered"), "{text}");
+        assert!(text.ends_with("access_denied"), "{text}");
+    }
+}

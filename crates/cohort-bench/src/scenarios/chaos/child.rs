@@ -5,11 +5,12 @@
 
 use super::nodes::{Books, Numbered, SINK, environment_with, node_config, registry};
 use cohort::{Agent, Context, DefineError, DeliveryFailure, Mbox};
+use cohort_remote::netns::{Host, NetnsError};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -24,10 +25,35 @@ pub struct NodeArgs {
     pub listen: SocketAddr,
 }
 
+/// How many messages the child's node read are settled: handled by the sink or counted as
+/// dead letters. A count under a lock with a condition variable, so that the end of the
+/// child waits for the last one instead of polling.
+#[derive(Default)]
+struct Settled {
+    count: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Settled {
+    fn add(&self) {
+        *self.count.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.changed.notify_all();
+    }
+
+    /// Waits until at least `read()` messages are settled, or `timeout` passed.
+    fn wait(&self, read: impl Fn() -> u64, timeout: Duration) {
+        let count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .changed
+            .wait_timeout_while(count, timeout, |n| *n < read())
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
 /// The child's sink: a line per message.
 struct LineSink {
     inbox: Mbox,
-    handled: Arc<AtomicU64>,
+    settled: Arc<Settled>,
 }
 
 impl Agent for LineSink {
@@ -39,7 +65,7 @@ impl Agent for LineSink {
                 // Written before it counts as handled: a kill between the two loses a message
                 // the parent then counts as lost with the process.
                 let _ = writeln!(std::io::stdout().lock(), "H {} {}", m.sender, m.seq);
-                me.handled.fetch_add(1, Ordering::Release);
+                me.settled.add();
             },
         )?;
         Ok(())
@@ -47,13 +73,13 @@ impl Agent for LineSink {
 }
 
 /// The child's main: a node with a sink until standard input closes, then, once its sink
-/// handled what the node read, a graceful shutdown.
+/// handled what the node read (at most 10 s), a graceful shutdown.
 pub fn serve(a: &NodeArgs) -> Result<(), String> {
-    let dead = Arc::new(AtomicU64::new(0));
-    let d = dead.clone();
+    let settled = Arc::new(Settled::default());
+    let s = settled.clone();
     let env = environment_with(move |reason| {
-        d.fetch_add(1, Ordering::Release);
-        let _ = writeln!(std::io::stdout().lock(), "D {reason:?}");
+        let _ = writeln!(std::io::stdout().lock(), "D {}", reason.name());
+        s.add();
     })?;
     let node = cohort_remote::Node::start(
         &env.environment(),
@@ -61,11 +87,10 @@ pub fn serve(a: &NodeArgs) -> Result<(), String> {
         registry(),
     )
     .map_err(|e| format!("node {}: {e}", a.name))?;
-    let handled = Arc::new(AtomicU64::new(0));
     let mut coop = env.environment().new_coop();
     coop.add(LineSink {
         inbox: node.export(SINK),
-        handled: handled.clone(),
+        settled: settled.clone(),
     });
     env.environment()
         .register_coop(coop)
@@ -73,35 +98,10 @@ pub fn serve(a: &NodeArgs) -> Result<(), String> {
     let addr = node.local_addr().ok_or("no listening address")?;
     writeln!(std::io::stdout().lock(), "LISTEN {addr}").map_err(|e| e.to_string())?;
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while handled.load(Ordering::Acquire) + dead.load(Ordering::Acquire) < node.stats().messages_in
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    settled.wait(|| node.stats().messages_in, Duration::from_secs(10));
     node.shutdown();
     env.stop_and_wait();
     Ok(())
-}
-
-/// The reasons a child may name, by their `Debug` spelling.
-fn reason(name: &str) -> Option<DeliveryFailure> {
-    use DeliveryFailure::*;
-    [
-        ReceiverGone,
-        NotRegistered,
-        NoHandler,
-        NoSubscriber,
-        NodeDown,
-        OutboundFull,
-        NotRegisteredForRemote,
-        NotExported,
-        RemoteCodec,
-        InDoubt,
-        AccessDenied,
-    ]
-    .into_iter()
-    .find(|r| format!("{r:?}") == name)
 }
 
 /// A child node seen from the parent.
@@ -168,8 +168,14 @@ impl ChildNode {
                         }
                     }
                     (Some("D"), Some(why), None) => {
-                        let why = reason(why).unwrap_or(DeliveryFailure::ReceiverGone);
-                        b.dead_letter(why, &format!("{why:?} (child)"));
+                        match DeliveryFailure::from_name(why) {
+                            Ok(why) => b.dead_letter(why, &format!("{why:?} (child)")),
+                            // Still a message not delivered: counted, under the name it came with.
+                            Err(e) => b.dead_letter(
+                                DeliveryFailure::ReceiverGone,
+                                &format!("{} (child, unknown reason)", e.0),
+                            ),
+                        }
                         d.fetch_add(1, Ordering::Release);
                     }
                     _ => {}
@@ -221,77 +227,34 @@ impl Drop for ChildNode {
     }
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-/// A network namespace joined to this one by a veth pair; removed when dropped.
+/// The link-down phases' other host: a network namespace joined to this one by a veth
+/// pair; removed when dropped.
 pub struct Netns {
-    name: String,
-    host_if: String,
-    /// The namespace's address (the child listens there).
-    pub addr: String,
+    host: Host,
     /// What `tc ... netem` said in the namespace.
     pub netem: String,
 }
 
 impl Netns {
     /// Makes the namespace, or says why it cannot (not root, no iproute2, ...).
-    pub fn create() -> Result<Self, String> {
+    pub fn create() -> Result<Self, NetnsError> {
         let id = std::process::id() % 10_000;
-        let subnet = 20 + id % 200;
-        let name = format!("cohort-chaos{id}");
-        let host_if = format!("chc{id}a");
-        let ns_if = format!("chc{id}b");
-        ip(&["netns", "add", &name])?;
-        let mut ns = Netns {
-            name: name.clone(),
-            host_if: host_if.clone(),
-            addr: format!("10.88.{subnet}.2"),
-            netem: String::new(),
-        };
-        ip(&[
-            "link", "add", &host_if, "type", "veth", "peer", "name", &ns_if,
-        ])?;
-        ip(&["link", "set", &ns_if, "netns", &name])?;
-        ip(&[
-            "addr",
+        let subnet = (20 + id % 200) as u8;
+        let host = Host::joined(
+            &format!("chc{id}"),
+            [10, 88, subnet, 1].into(),
+            [10, 88, subnet, 2].into(),
+        )?;
+        let netem = match host.namespace().run(&[
+            "tc",
+            "qdisc",
             "add",
-            &format!("10.88.{subnet}.1/24"),
             "dev",
-            &host_if,
-        ])?;
-        ip(&["link", "set", &host_if, "up"])?;
-        let inside = |args: &[&str]| {
-            let mut a = vec!["netns", "exec", name.as_str()];
-            a.extend_from_slice(args);
-            ip(&a)
-        };
-        inside(&[
-            "ip",
-            "addr",
-            "add",
-            &format!("{}/24", ns.addr),
-            "dev",
-            &ns_if,
-        ])?;
-        inside(&["ip", "link", "set", &ns_if, "up"])?;
-        inside(&["ip", "link", "set", "lo", "up"])?;
-        inside(&["true"])?;
-        ns.netem = match inside(&[
-            "tc", "qdisc", "add", "dev", &ns_if, "root", "netem", "delay", "1ms",
+            host.inside_interface(),
+            "root",
+            "netem",
+            "delay",
+            "1ms",
         ]) {
             Ok(()) => {
                 "netem: available on this kernel (not used: the proxy injects the faults)".into()
@@ -300,25 +263,25 @@ impl Netns {
                 "netem: not available on this kernel ({e}); the proxy injects delay, jitter and bandwidth caps instead"
             ),
         };
-        Ok(ns)
+        Ok(Self { host, netem })
+    }
+
+    /// The namespace's address (the child listens there).
+    pub fn addr(&self) -> String {
+        self.host.addr().to_string()
     }
 
     /// The prefix that runs a program inside the namespace.
     pub fn prefix(&self) -> Vec<String> {
-        ["ip", "netns", "exec", self.name.as_str()]
+        self.host
+            .namespace()
+            .exec_prefix()
             .map(str::to_owned)
             .to_vec()
     }
 
     /// Takes this side's end of the veth link down or up.
     pub fn link(&self, up: bool) -> Result<(), String> {
-        ip(&["link", "set", &self.host_if, if up { "up" } else { "down" }])
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["link", "del", &self.host_if]);
-        let _ = ip(&["netns", "del", &self.name]);
+        self.host.link(up).map_err(|e| e.to_string())
     }
 }

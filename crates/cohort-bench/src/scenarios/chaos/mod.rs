@@ -153,14 +153,14 @@ pub fn run(o: &Options) -> Result<Report, String> {
             Ok(ns) => {
                 report.notes.push(format!(
                     "link-down: a network namespace with a veth link ({})",
-                    ns.addr
+                    ns.addr()
                 ));
                 report.notes.push(ns.netem.clone());
                 Some(ns)
             }
             Err(e) => {
                 report.notes.push(format!(
-                    "link-down: skipped: cannot make a network namespace here ({e}); needs root and iproute2"
+                    "link-down: skipped: cannot make a network namespace here: {e}"
                 ));
                 kinds.retain(|k| *k != FaultKind::LinkDown);
                 None
@@ -390,7 +390,7 @@ fn process_phase(
     let node = Node::start(&env.environment(), node_config(KILLER), registry())
         .map_err(|e| format!("node {KILLER}: {e}"))?;
     let (prefix, listen) = match (ph.kind, netns) {
-        (FaultKind::LinkDown, Some(ns)) => (ns.prefix(), format!("{}:0", ns.addr)),
+        (FaultKind::LinkDown, Some(ns)) => (ns.prefix(), format!("{}:0", ns.addr())),
         (FaultKind::LinkDown, None) => return Err("no network namespace".into()),
         _ => (Vec::new(), "127.0.0.1:0".to_owned()),
     };

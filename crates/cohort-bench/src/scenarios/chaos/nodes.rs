@@ -5,7 +5,6 @@
 use super::proxy::Proxy;
 use cohort::testing::ledger::Ledger;
 use cohort::{Agent, Context, DeadLetter, DefineError, DeliveryFailure, Environment, Mbox};
-use cohort_remote::phi::PhiConfig;
 use cohort_remote::{Node, NodeConfig, Overflow, Registry, RemoteNode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,10 +28,10 @@ pub struct Numbered {
 pub const TOKEN: &str = "cohort-chaos";
 /// The name every node exports its sink under.
 pub const SINK: &str = "sink";
-/// The nodes' first reconnect wait.
-pub const BACKOFF_MIN: Duration = Duration::from_millis(50);
+/// The nodes' first reconnect wait (their fast-failure-detection preset's).
+pub const BACKOFF_MIN: Duration = cohort_remote::defaults::FAST_RECONNECT_MIN_BACKOFF;
 /// The nodes' longest reconnect wait.
-pub const BACKOFF_MAX: Duration = Duration::from_secs(1);
+pub const BACKOFF_MAX: Duration = cohort_remote::defaults::FAST_RECONNECT_MAX_BACKOFF;
 /// Messages each node's outbound queue holds per peer (small, so faults fill it).
 pub const OUTBOUND: usize = 4096;
 
@@ -43,23 +42,13 @@ pub fn registry() -> Registry {
     r
 }
 
-/// A node's settings: fast heartbeats and detector (a silent peer is down within about a
-/// second), a short backoff, a small outbound queue.
+/// A node's settings: fast failure detection (a silent peer is down within about a second,
+/// a short backoff), a small outbound queue.
 pub fn node_config(name: &str) -> NodeConfig {
-    let phi = PhiConfig {
-        threshold: 8.0,
-        max_samples: 100,
-        min_std_deviation: Duration::from_millis(50),
-        acceptable_pause: Duration::from_millis(500),
-        first_interval: Duration::from_millis(100),
-    };
     NodeConfig::new(name)
         .token(TOKEN)
         .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
-        .heartbeat_interval(Duration::from_millis(100))
-        .failure_detector(phi)
-        .handshake_timeout(Duration::from_secs(1))
-        .reconnect_backoff(BACKOFF_MIN, BACKOFF_MAX)
+        .fast_failure_detection()
         .outbound_capacity(OUTBOUND)
         .overflow(Overflow::Wait)
 }
