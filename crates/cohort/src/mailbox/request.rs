@@ -166,10 +166,19 @@ pub trait ReplyHook<Reply>: Send + Sync {
     fn complete(&self, outcome: Result<Reply, RequestError>);
 }
 
+/// Where an agent's ask without a timeout takes its outcome: owned by its request alone
+/// (nothing else can settle it), so handing it the outcome takes no lock and no shared count.
+pub(crate) trait Answer<Reply>: Send {
+    /// The reply, or why there is none; taking the target by value makes it happen once.
+    fn answer(self: Box<Self>, outcome: Result<Reply, RequestError>);
+}
+
 enum ReplyTo<Reply> {
     Slot(Arc<Slot<Reply>>),
-    /// Whoever asked wants the outcome handed to it (an agent's non-blocking ask).
+    /// Whoever asked wants the outcome handed to it (a bridge, an ask with a timeout).
     Hook(Arc<dyn ReplyHook<Reply>>),
+    /// The request owns where its outcome goes (an agent's ask without a timeout).
+    Ask(Box<dyn Answer<Reply>>),
     /// A mailbox and the function that sends a `Reply` to it (instantiated where
     /// `Reply: Sync` is known).
     Mbox(Mbox, fn(&Mbox, Reply)),
@@ -213,6 +222,11 @@ impl<Req, Reply> Request<Req, Reply> {
         Self::new(req, ReplyTo::Hook(hook))
     }
 
+    /// A request that owns where its outcome goes: `to` gets it, once.
+    pub(crate) fn with_answer(req: Req, to: Box<dyn Answer<Reply>>) -> Self {
+        Self::new(req, ReplyTo::Ask(to))
+    }
+
     fn take_target(&self) -> Option<ReplyTo<Reply>> {
         self.to.lock().unwrap_or_else(|e| e.into_inner()).take()
     }
@@ -242,20 +256,27 @@ impl<Req, Reply> Request<Req, Reply> {
 }
 
 impl<Reply> ReplyTo<Reply> {
-    fn send(self, reply: Reply) {
+    /// Hands over the outcome; a reply mailbox gets a reply only (nothing says why there is
+    /// none).
+    fn settle(self, outcome: Result<Reply, RequestError>) {
         match self {
-            ReplyTo::Slot(s) => s.complete(Ok(reply)),
-            ReplyTo::Hook(h) => h.complete(Ok(reply)),
-            ReplyTo::Mbox(m, send) => send(&m, reply),
+            ReplyTo::Slot(s) => s.complete(outcome),
+            ReplyTo::Hook(h) => h.complete(outcome),
+            ReplyTo::Ask(a) => a.answer(outcome),
+            ReplyTo::Mbox(m, send) => {
+                if let Ok(reply) = outcome {
+                    send(&m, reply)
+                }
+            }
         }
     }
 
+    fn send(self, reply: Reply) {
+        self.settle(Ok(reply))
+    }
+
     fn fail(self) {
-        match self {
-            ReplyTo::Slot(s) => s.complete(Err(current_drop_error())),
-            ReplyTo::Hook(h) => h.complete(Err(current_drop_error())),
-            ReplyTo::Mbox(..) => {}
-        }
+        self.settle(Err(current_drop_error()))
     }
 }
 
@@ -315,11 +336,7 @@ impl<Reply> Responder<Reply> {
     /// reply goes to a mailbox ([`Mbox::request_to`]) gets nothing, as when it is dropped.
     pub fn fail(mut self, why: RequestError) {
         if let Some(to) = self.to.take() {
-            match to {
-                ReplyTo::Slot(s) => s.complete(Err(why)),
-                ReplyTo::Hook(h) => h.complete(Err(why)),
-                ReplyTo::Mbox(..) => {}
-            }
+            to.settle(Err(why))
         }
     }
 }
