@@ -133,10 +133,9 @@ struct Asker {
 
 impl Asker {
     fn ask(&mut self, ctx: &mut Context<'_, Self>) {
-        let to = self.to.clone();
         let sent = Instant::now();
         let n = self.left;
-        let mut ask = ctx.request::<u64, u64>(&to, n);
+        let mut ask = ctx.request::<u64, u64>(&self.to, n);
         if let Some(t) = self.timeout {
             ask = ask.timeout(t);
         }

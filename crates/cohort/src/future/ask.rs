@@ -1,19 +1,22 @@
 //! [`Context::request`]: an agent asks another agent (any mailbox) without blocking; the
 //! reply, or why there is none, comes back as an event of the asking agent.
 //!
-//! The request is the ordinary [`Request`] message of `Mbox::request`, whose reply goes to a
-//! hook instead of a waiting slot. The reply and the timeout (a timer of the environment's
-//! timer service) race for the handler under one lock: the first takes it, the other finds
-//! nothing, so the outcome is delivered exactly once. The event that carries the outcome
-//! is the ask's state itself (it starts with a completion's header), so an ask allocates
-//! its state and its request, nothing more.
+//! The request is the ordinary [`Request`] message of `Mbox::request`, whose reply goes to
+//! the ask instead of a waiting slot. Without a timeout the request owns the ask's state
+//! outright, so whoever settles the request (reply, deferred reply, drop) moves the state
+//! into the asker's queue: no lock, no reference count. With one, the reply and the timeout
+//! (a timer of the environment's timer service) share the state and race for the handler
+//! under one lock: the first takes it, the other finds nothing. Either way the outcome is
+//! delivered exactly once, and the event that carries it is the ask's state itself (it
+//! starts with a completion's header), so an ask allocates its state and its request,
+//! nothing more.
 
 use super::completion::{Completion, Head};
 use crate::agent::cell::{ACTIVE, DynCell, NEW};
 use crate::agent::{Agent, Context};
 use crate::error::AsyncError;
 use crate::mailbox::dead_letter::DeliveryFailure;
-use crate::mailbox::request::{ReplyHook, Request, RequestError};
+use crate::mailbox::request::{Answer, ReplyHook, Request, RequestError};
 use crate::mailbox::{Mbox, deliver_event};
 use crate::timer::TimerId;
 use crate::timer::task::{Deliver, Once, Timer};
@@ -134,27 +137,102 @@ where
             NEW => return Err(AsyncError::AskInDefine),
             _ => return Err(AsyncError::AgentFinishing),
         }
+        let Some(timeout) = self.timeout else {
+            let owned = Box::new(OwnedAsk::<A, Reply, H> {
+                head: Head::new(OwnedAsk::<A, Reply, H>::run_answered),
+                cell: Some(self.ctx.cell_arc()),
+                handler,
+                outcome: None,
+            });
+            self.to.send(Request::with_answer(self.req, owned));
+            return Ok(());
+        };
         let state = Arc::new(AskState::<A, Reply, H> {
             head: Head::new(AskState::<A, Reply, H>::run_settled),
             cell: self.ctx.cell_arc(),
             stage: Mutex::new(Stage::Waiting(handler)),
             timer: OnceLock::new(),
-            timeout: self.timeout.unwrap_or_default(),
+            timeout,
         });
-        if let Some(timeout) = self.timeout {
-            let env = self.ctx.environment();
-            let timer = Timer::new(self.ctx.self_mbox(), Once::<Expire>::new(), state.clone());
-            let _ = state.timer.set(env.schedule(timeout, Arc::new(timer)));
-        }
+        let env = self.ctx.environment();
+        let timer = Timer::new(self.ctx.self_mbox(), Once::<Expire>::new(), state.clone());
+        let _ = state.timer.set(env.schedule(timeout, Arc::new(timer)));
         self.to.send(Request::with_hook(self.req, state));
         Ok(())
     }
 }
 
-/// One ask in flight: who asked, and the handler the first outcome takes.
+/// A handler of an ask's outcome on agent `A`: what [`Ask::then`] takes.
+trait OutcomeHandler<A: Agent, Reply>:
+    for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>) + Send + 'static
+{
+}
+
+impl<A: Agent, Reply, H> OutcomeHandler<A, Reply> for H where
+    H: for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>) + Send + 'static
+{
+}
+
+/// Hands a settled ask's event to the asking agent; one that has begun to finish gets it as
+/// a dead letter (its handler dropped with it).
+fn deliver_outcome<A: Agent>(cell: &Arc<DynCell>, completion: Completion<A>) {
+    if let Err(refused) = deliver_event(cell, completion.into_envelope()) {
+        cell.header
+            .dead_letter(refused, DeliveryFailure::ReceiverGone);
+    }
+}
+
+/// An ask without a timeout, owned by its request until answered, then by the event that
+/// runs its handler on the agent.
+///
+/// `repr(C)` with the completion header first: the answered box is itself that event
+/// ([`Completion::from_head`]).
+#[repr(C)]
+struct OwnedAsk<A: Agent, Reply, H> {
+    head: Head<A>,
+    /// Who asked: taken by the answer, which needs it only to reach the agent's queue.
+    cell: Option<Arc<DynCell>>,
+    handler: H,
+    outcome: Option<Result<Reply, RequestError>>,
+}
+
+impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> OwnedAsk<A, Reply, H> {
+    /// The answered ask's event: runs its handler on the agent (`Some`) or drops it (`None`),
+    /// and frees the box.
+    ///
+    /// # Safety
+    /// `head` is the head of a leaked `Box<OwnedAsk<A, Reply, H>>`, used once.
+    unsafe fn run_answered(head: NonNull<Head<A>>, with: Option<(&mut A, &mut Context<'_, A>)>) {
+        // SAFETY: `head` is the first field of a `repr(C)` `OwnedAsk` leaked by `answer`
+        // (caller), so its address is the box's, taken back exactly once.
+        let ask = unsafe { Box::from_raw(head.as_ptr().cast::<Self>()) };
+        let OwnedAsk {
+            handler, outcome, ..
+        } = *ask;
+        if let (Some(outcome), Some((agent, ctx))) = (outcome, with) {
+            handler(agent, outcome, ctx)
+        }
+    }
+}
+
+impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> Answer<Reply>
+    for OwnedAsk<A, Reply, H>
+{
+    fn answer(mut self: Box<Self>, outcome: Result<Reply, RequestError>) {
+        let Some(cell) = self.cell.take() else { return };
+        self.outcome = Some(outcome);
+        // SAFETY: `head` is the first field of this `repr(C)` box, leaked for the completion;
+        // `run_answered` is its `call`, which takes the box back.
+        let completion =
+            unsafe { Completion::<A>::from_head(NonNull::from(Box::leak(self)).cast()) };
+        deliver_outcome(&cell, completion);
+    }
+}
+
+/// An ask with a timeout, in flight: who asked, and the handler the first outcome takes.
 ///
 /// `repr(C)` with the completion header first: once settled, the state is itself the event
-/// that runs the handler on the agent ([`Completion::shared`]).
+/// that runs the handler on the agent ([`Completion::from_head`]).
 #[repr(C)]
 struct AskState<A: Agent, Reply, H> {
     head: Head<A>,
@@ -173,12 +251,7 @@ enum Stage<Reply, H> {
     Done,
 }
 
-impl<A, Reply, H> AskState<A, Reply, H>
-where
-    A: Agent,
-    Reply: Send + 'static,
-    H: for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>) + Send + 'static,
-{
+impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> AskState<A, Reply, H> {
     /// Delivers `outcome` if nothing was delivered before.
     fn settle(&self, outcome: Result<Reply, RequestError>, cancel_timer: bool) {
         {
@@ -199,13 +272,9 @@ where
         let own = Arc::into_raw(unsafe { crate::sync::arc_from_ref(self) });
         // SAFETY: `head` is the first field of this `repr(C)` state, whose `Arc` count was
         // just raised for the completion; `run_settled` is its `call`.
-        let completion = unsafe { Completion::<A>::shared(NonNull::from(&*own).cast::<Head<A>>()) };
-        if let Err(refused) = deliver_event(&self.cell, completion.into_envelope()) {
-            // The asking agent is finishing: the outcome goes nowhere, counted.
-            self.cell
-                .header
-                .dead_letter(refused, DeliveryFailure::ReceiverGone);
-        }
+        let completion =
+            unsafe { Completion::<A>::from_head(NonNull::from(&*own).cast::<Head<A>>()) };
+        deliver_outcome(&self.cell, completion);
     }
 
     /// The settled ask's event: runs its handler on the agent (`Some`) or drops it (`None`),
@@ -228,11 +297,8 @@ where
     }
 }
 
-impl<A, Reply, H> ReplyHook<Reply> for AskState<A, Reply, H>
-where
-    A: Agent,
-    Reply: Send + 'static,
-    H: for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>) + Send + 'static,
+impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> ReplyHook<Reply>
+    for AskState<A, Reply, H>
 {
     fn complete(&self, outcome: Result<Reply, RequestError>) {
         self.settle(outcome, true)
@@ -244,11 +310,8 @@ trait Expirable: Send + Sync + 'static {
     fn expire(&self);
 }
 
-impl<A, Reply, H> Expirable for AskState<A, Reply, H>
-where
-    A: Agent,
-    Reply: Send + 'static,
-    H: for<'c> FnOnce(&mut A, Result<Reply, RequestError>, &mut Context<'c, A>) + Send + 'static,
+impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> Expirable
+    for AskState<A, Reply, H>
 {
     fn expire(&self) {
         // Not cancelling its own timer: it fires under that timer's lock.

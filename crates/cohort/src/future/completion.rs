@@ -3,8 +3,8 @@
 //!
 //! It is one allocation: the closure to run, behind a header holding a function pointer
 //! that knows its type. The message itself is that one thin pointer, so the envelope
-//! carries it inline and allocates nothing more. An ask's shared state starts with such a
-//! header itself ([`Completion::shared`]), so its outcome travels in no allocation of its own.
+//! carries it inline and allocates nothing more. An ask's state starts with such a header
+//! itself ([`Completion::from_head`]), so its outcome travels in no allocation of its own.
 
 use crate::agent::cell::{AgentBody, DynCell};
 use crate::agent::{Agent, Context};
@@ -47,7 +47,7 @@ pub(crate) struct Completion<A: Agent> {
 }
 
 // SAFETY: built only from `Send` closures (`Completion::new`) or from an ask's state, which
-// holds only `Send` values behind a lock (`Completion::shared`), and run or dropped once.
+// holds only `Send` values (`Completion::from_head`), and run or dropped once.
 unsafe impl<A: Agent> Send for Completion<A> {}
 
 /// # Safety
@@ -83,14 +83,14 @@ impl<A: Agent> Completion<A> {
         }
     }
 
-    /// A completion that is the node `head` starts (kept in an `Arc`, not boxed): one more
-    /// reference to it, which `head`'s `call` releases.
+    /// A completion that is the node `head` starts, made by its owner: `head`'s `call`
+    /// releases it (frees a box, or drops one count of an `Arc`).
     ///
     /// # Safety
-    /// `head` is the first field of a live `repr(C)` value of an `Arc`, whose strong count
-    /// the caller has raised by one for this completion; its `call` runs or drops what the
-    /// node holds for the agent, and releases that count, exactly once.
-    pub(crate) unsafe fn shared(head: NonNull<Head<A>>) -> Self {
+    /// `head` is the first field of a live `repr(C)` node that the caller hands to this
+    /// completion (a leaked box, or a strong count of an `Arc` raised for it); its `call`
+    /// runs or drops what the node holds for the agent, and releases the node, exactly once.
+    pub(crate) unsafe fn from_head(head: NonNull<Head<A>>) -> Self {
         Self {
             node: head,
             _owns: PhantomData,

@@ -14,6 +14,7 @@
 
 use crate::mailbox::Mbox;
 use crate::mailbox::dead_letter::DeliveryFailure;
+use crate::sync::HandOffCell;
 use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
@@ -166,10 +167,19 @@ pub trait ReplyHook<Reply>: Send + Sync {
     fn complete(&self, outcome: Result<Reply, RequestError>);
 }
 
+/// Where an agent's ask without a timeout takes its outcome: owned by its request alone
+/// (nothing else can settle it), so handing it the outcome takes no lock and no shared count.
+pub(crate) trait Answer<Reply>: Send {
+    /// The reply, or why there is none; taking the target by value makes it happen once.
+    fn answer(self: Box<Self>, outcome: Result<Reply, RequestError>);
+}
+
 enum ReplyTo<Reply> {
     Slot(Arc<Slot<Reply>>),
-    /// Whoever asked wants the outcome handed to it (an agent's non-blocking ask).
+    /// Whoever asked wants the outcome handed to it (a bridge, an ask with a timeout).
     Hook(Arc<dyn ReplyHook<Reply>>),
+    /// The request owns where its outcome goes (an agent's ask without a timeout).
+    Ask(Box<dyn Answer<Reply>>),
     /// A mailbox and the function that sends a `Reply` to it (instantiated where
     /// `Reply: Sync` is known).
     Mbox(Mbox, fn(&Mbox, Reply)),
@@ -197,14 +207,51 @@ enum ReplyTo<Reply> {
 /// ```
 pub struct Request<Req, Reply> {
     req: Req,
-    to: Mutex<Option<ReplyTo<Reply>>>,
+    to: Target<Reply>,
+}
+
+/// Where a request's outcome goes, taken once: by whoever answers it ([`Request::reply`],
+/// [`Request::defer`]) or else by its drop. One swap decides who takes it, where a lock would
+/// cost two read-modify-writes on every request.
+struct Target<Reply> {
+    taken: crate::sync::AtomicBool,
+    /// Filled when the request is made; read only by the one taker that turns `taken` on,
+    /// or by the request's drop (which has it alone).
+    to: HandOffCell<Option<ReplyTo<Reply>>>,
+}
+
+// SAFETY: the cell is touched by one thread only: the one that turned `taken` on, or the
+// request's drop, which needs `&mut`; what it holds (`ReplyTo`) is `Send`.
+unsafe impl<Reply> Sync for Target<Reply> where ReplyTo<Reply>: Send {}
+
+impl<Reply> Target<Reply> {
+    fn new(to: ReplyTo<Reply>) -> Self {
+        Self {
+            taken: crate::sync::AtomicBool::new(false),
+            to: HandOffCell::new(Some(to)),
+        }
+    }
+
+    fn take(&self) -> Option<ReplyTo<Reply>> {
+        if self.taken.swap(true, crate::sync::Ordering::Acquire) {
+            return None;
+        }
+        // SAFETY: only the one caller that turned `taken` on gets here, and the only other
+        // user of the cell is the drop, which has the request alone.
+        unsafe { self.to.with_mut(Option::take) }
+    }
+
+    fn take_mut(&mut self) -> Option<ReplyTo<Reply>> {
+        // SAFETY: `&mut self`: no other thread holds the request.
+        unsafe { self.to.with_mut(Option::take) }
+    }
 }
 
 impl<Req, Reply> Request<Req, Reply> {
     fn new(req: Req, to: ReplyTo<Reply>) -> Self {
         Self {
             req,
-            to: Mutex::new(Some(to)),
+            to: Target::new(to),
         }
     }
 
@@ -213,8 +260,13 @@ impl<Req, Reply> Request<Req, Reply> {
         Self::new(req, ReplyTo::Hook(hook))
     }
 
+    /// A request that owns where its outcome goes: `to` gets it, once.
+    pub(crate) fn with_answer(req: Req, to: Box<dyn Answer<Reply>>) -> Self {
+        Self::new(req, ReplyTo::Ask(to))
+    }
+
     fn take_target(&self) -> Option<ReplyTo<Reply>> {
-        self.to.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.to.take()
     }
 
     /// The request itself.
@@ -242,26 +294,33 @@ impl<Req, Reply> Request<Req, Reply> {
 }
 
 impl<Reply> ReplyTo<Reply> {
-    fn send(self, reply: Reply) {
+    /// Hands over the outcome; a reply mailbox gets a reply only (nothing says why there is
+    /// none).
+    fn settle(self, outcome: Result<Reply, RequestError>) {
         match self {
-            ReplyTo::Slot(s) => s.complete(Ok(reply)),
-            ReplyTo::Hook(h) => h.complete(Ok(reply)),
-            ReplyTo::Mbox(m, send) => send(&m, reply),
+            ReplyTo::Slot(s) => s.complete(outcome),
+            ReplyTo::Hook(h) => h.complete(outcome),
+            ReplyTo::Ask(a) => a.answer(outcome),
+            ReplyTo::Mbox(m, send) => {
+                if let Ok(reply) = outcome {
+                    send(&m, reply)
+                }
+            }
         }
     }
 
+    fn send(self, reply: Reply) {
+        self.settle(Ok(reply))
+    }
+
     fn fail(self) {
-        match self {
-            ReplyTo::Slot(s) => s.complete(Err(current_drop_error())),
-            ReplyTo::Hook(h) => h.complete(Err(current_drop_error())),
-            ReplyTo::Mbox(..) => {}
-        }
+        self.settle(Err(current_drop_error()))
     }
 }
 
 impl<Req, Reply> Drop for Request<Req, Reply> {
     fn drop(&mut self) {
-        if let Some(to) = self.to.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(to) = self.to.take_mut() {
             to.fail();
         }
     }
@@ -315,11 +374,7 @@ impl<Reply> Responder<Reply> {
     /// reply goes to a mailbox ([`Mbox::request_to`]) gets nothing, as when it is dropped.
     pub fn fail(mut self, why: RequestError) {
         if let Some(to) = self.to.take() {
-            match to {
-                ReplyTo::Slot(s) => s.complete(Err(why)),
-                ReplyTo::Hook(h) => h.complete(Err(why)),
-                ReplyTo::Mbox(..) => {}
-            }
+            to.settle(Err(why))
         }
     }
 }
@@ -520,5 +575,41 @@ impl Mbox {
             req,
             ReplyTo::Mbox(reply_to.clone(), send_reply::<Reply>),
         ));
+    }
+}
+
+#[cfg(all(test, cohort_loom))]
+mod loom_model {
+    use super::*;
+
+    /// Keeps every outcome it is handed.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<Result<u8, RequestError>>>);
+    impl ReplyHook<u8> for Kept {
+        fn complete(&self, outcome: Result<u8, RequestError>) {
+            self.0.lock().unwrap().push(outcome);
+        }
+    }
+
+    /// A reply on one thread races a deferral on another, and the request is dropped last:
+    /// exactly one of them takes the target (the cell's accesses never race), and the
+    /// outcome is handed over once.
+    #[test]
+    fn loom_model_a_request_is_settled_once() {
+        loom::model(|| {
+            let kept = Arc::new(Kept::default());
+            let request = loom::sync::Arc::new(Request::<u8, u8>::with_hook(0, kept.clone()));
+            let other = request.clone();
+            let replier = loom::thread::spawn(move || other.reply(1));
+            let deferred = request.defer();
+            let replied = replier.join().unwrap();
+            assert_ne!(replied, deferred.is_some(), "taken twice or never");
+            if let Some(responder) = deferred {
+                responder.reply(2);
+            }
+            drop(request);
+            let outcomes = kept.0.lock().unwrap().clone();
+            assert_eq!(outcomes, vec![Ok(if replied { 1 } else { 2 })]);
+        });
     }
 }

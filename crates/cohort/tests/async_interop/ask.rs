@@ -115,17 +115,19 @@ fn ask<T: Agent>(
 #[test]
 fn the_reply_comes_back_as_an_event_of_the_asker() {
     watchdog(TIMEOUT, || {
-        let env = Environment::builder().start().unwrap();
-        let ((outcome, home, here), asker, _, counts) =
-            ask(&env, Doubler, Some(Duration::from_secs(60)), false);
-        assert_eq!(outcome, Ok(42));
-        assert_eq!(home, here, "handled off the asker's thread");
-        asker.send(Report);
-        assert_eq!(recv(&counts, "the count"), 1);
-        // The reply cancelled the timeout's timer.
-        assert_eq!(env.stats().timers, 0);
-        env.stop();
-        env.wait();
+        // With a timeout the ask's state is shared with a timer; without, its request owns it.
+        for timeout in [Some(Duration::from_secs(60)), None] {
+            let env = Environment::builder().start().unwrap();
+            let ((outcome, home, here), asker, _, counts) = ask(&env, Doubler, timeout, false);
+            assert_eq!(outcome, Ok(42), "timeout {timeout:?}");
+            assert_eq!(home, here, "handled off the asker's thread");
+            asker.send(Report);
+            assert_eq!(recv(&counts, "the count"), 1);
+            // The reply cancelled the timeout's timer.
+            assert_eq!(env.stats().timers, 0);
+            env.stop();
+            env.wait();
+        }
     });
 }
 
