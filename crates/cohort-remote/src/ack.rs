@@ -9,6 +9,7 @@
 //! [`DeliveryFailure::InDoubt`](cohort::DeliveryFailure::InDoubt): handled there or not,
 //! nobody knows, and nothing is resent.
 
+use crate::defaults::ACK_EVERY;
 use crate::node::NodeShared;
 use crate::stats::Counters;
 use cohort::DeliveryFailure;
@@ -65,6 +66,14 @@ impl AckState {
     pub(crate) fn owed(&self) -> Option<u64> {
         let r = self.received.load(Ordering::Acquire);
         (r > self.sent.load(Ordering::Relaxed)).then_some(r)
+    }
+
+    /// Whether an `Ack` of `received` goes even in a write of its own: the peer's count in
+    /// doubt is kept under [`ACK_EVERY`] when this side has nothing to send (a one-way
+    /// stream); otherwise it waits for a message or the heartbeat to ride on.
+    #[inline]
+    pub(crate) fn due_alone(&self, received: u64) -> bool {
+        received.saturating_sub(self.sent.load(Ordering::Relaxed)) >= ACK_EVERY
     }
 }
 
