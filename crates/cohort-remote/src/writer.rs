@@ -185,18 +185,23 @@ fn fill_adaptive(
     max_messages: usize,
     max_bytes: usize,
 ) -> u64 {
-    let first = peer.queue.pop();
+    let first = peer.queue.pop_held();
     put_ack(conn, st, first.is_some());
     let Some(first) = first else {
         return 0;
     };
     let mut n = encode_one(peer, st, first) as u64;
-    while (n as usize) < max_messages && st.buf.len() < max_bytes {
-        match peer.queue.pop() {
-            Some(o) => n += encode_one(peer, st, o) as u64,
+    let mut popped = 1;
+    while popped < max_messages && st.buf.len() < max_bytes {
+        match peer.queue.pop_held() {
+            Some(o) => {
+                popped += 1;
+                n += encode_one(peer, st, o) as u64;
+            }
             None => break,
         }
     }
+    peer.queue.release(popped);
     n
 }
 
