@@ -9,6 +9,7 @@
 //! [`DeliveryFailure::InDoubt`](cohort::DeliveryFailure::InDoubt): handled there or not,
 //! nobody knows, and nothing is resent.
 
+use crate::defaults::ACK_EVERY;
 use crate::node::NodeShared;
 use crate::stats::Counters;
 use cohort::DeliveryFailure;
@@ -66,16 +67,29 @@ impl AckState {
         let r = self.received.load(Ordering::Acquire);
         (r > self.sent.load(Ordering::Relaxed)).then_some(r)
     }
+
+    /// Whether an `Ack` of `received` goes even in a write of its own: the peer's count in
+    /// doubt is kept under [`ACK_EVERY`] when this side has nothing to send (a one-way
+    /// stream); otherwise it waits for a message or the heartbeat to ride on.
+    #[inline]
+    pub(crate) fn due_alone(&self, received: u64) -> bool {
+        received.saturating_sub(self.sent.load(Ordering::Relaxed)) >= ACK_EVERY
+    }
 }
 
 /// Messages written on one connection and not yet acknowledged, as runs of one type:
 /// `(end, entry)` covers the messages numbered from the previous run's end (or the
-/// acknowledged count) up to `end`, all of registry entry `entry`.
+/// acknowledged count) up to `end`, all of registry entry `entry`. The last run is kept
+/// open outside the deque (`open`, ending at `written`), so a message of the same type as
+/// the one before costs an add and a compare.
 #[derive(Default)]
 pub(crate) struct Unacked {
     /// Messages written on this connection.
     pub(crate) written: u64,
+    /// The closed runs, oldest first.
     runs: VecDeque<(u64, u32)>,
+    /// The registry entry of the open run, which ends at `written`.
+    open: u32,
     /// Counted at the break: no message may be written on the connection any more.
     pub(crate) settled: bool,
 }
@@ -84,11 +98,20 @@ impl Unacked {
     /// Records one more message of registry entry `entry` written.
     #[inline]
     pub(crate) fn record(&mut self, entry: u32) {
-        self.written += 1;
-        match self.runs.back_mut() {
-            Some((end, e)) if *e == entry => *end = self.written,
-            _ => self.runs.push_back((self.written, entry)),
+        if entry != self.open {
+            self.switch(entry);
         }
+        self.written += 1;
+    }
+
+    /// Closes the open run (if it holds any message) and opens one of `entry`.
+    #[cold]
+    fn switch(&mut self, entry: u32) {
+        let from = self.runs.back().map_or(0, |&(end, _)| end);
+        if self.written > from {
+            self.runs.push_back((self.written, self.open));
+        }
+        self.open = entry;
     }
 
     /// Forgets the runs the peer acknowledged whole.
@@ -111,7 +134,8 @@ impl Unacked {
         // A peer that acknowledges more than was written is believed up to what was.
         let mut from = acked.min(self.written);
         let mut total = 0;
-        for (end, entry) in self.runs.drain(..) {
+        let open = (self.written, self.open);
+        for (end, entry) in self.runs.drain(..).chain(std::iter::once(open)) {
             let n = end.saturating_sub(from);
             from = from.max(end);
             if n == 0 {
@@ -132,8 +156,15 @@ impl Unacked {
 mod tests {
     use super::*;
 
-    fn runs(u: &Unacked) -> Vec<(u64, u32)> {
-        u.runs.iter().copied().collect()
+    /// The runs not acknowledged whole, the open one last (when it holds any message past
+    /// the closed ones and past `acked`).
+    fn runs(u: &Unacked, acked: u64) -> Vec<(u64, u32)> {
+        let mut v: Vec<_> = u.runs.iter().copied().collect();
+        let from = v.last().map_or(0, |&(end, _)| end).max(acked);
+        if u.written > from {
+            v.push((u.written, u.open));
+        }
+        v
     }
 
     #[test]
@@ -142,14 +173,20 @@ mod tests {
         for e in [1, 1, 1, 2, 2, 1] {
             u.record(e);
         }
-        assert_eq!(runs(&u), vec![(3, 1), (5, 2), (6, 1)]);
+        assert_eq!(runs(&u, 0), vec![(3, 1), (5, 2), (6, 1)]);
         u.trim(3);
-        assert_eq!(runs(&u), vec![(5, 2), (6, 1)]);
+        assert_eq!(runs(&u, 3), vec![(5, 2), (6, 1)]);
         // A partial acknowledgement keeps the run: its count is taken at the break.
         u.trim(4);
-        assert_eq!(runs(&u), vec![(5, 2), (6, 1)]);
+        assert_eq!(runs(&u, 4), vec![(5, 2), (6, 1)]);
         u.trim(6);
-        assert!(runs(&u).is_empty());
+        assert!(runs(&u, 6).is_empty());
         assert_eq!(u.written, 6);
+        // Entry 0 first (the open run's initial entry): no empty run in front of it.
+        let mut u = Unacked::default();
+        for e in [0, 0, 3] {
+            u.record(e);
+        }
+        assert_eq!(runs(&u, 0), vec![(2, 0), (3, 3)]);
     }
 }

@@ -107,8 +107,9 @@ impl OutboundQueue {
                 self.queue.push(item);
                 return Ok(());
             }
-            // Every place is held by a push not landed yet or a pop not counted yet: a few
-            // instructions of another thread, which may need this core to run them.
+            // Every place is held by a push not landed yet or by the batch the writer is
+            // encoding (it gives the places back at its end): another thread's work, which
+            // may need this core to run it.
             std::thread::yield_now();
         }
     }
@@ -168,9 +169,25 @@ impl OutboundQueue {
     /// Takes the oldest message (writer only).
     #[inline]
     pub(crate) fn pop(&self) -> Option<Outbound> {
-        let o = self.queue.pop()?;
-        self.taken.fetch_sub(1, Ordering::Relaxed);
+        let o = self.pop_held()?;
+        self.release(1);
         Some(o)
+    }
+
+    /// Takes the oldest message and keeps its place until [`Self::release`] (writer only):
+    /// a batch gives its places back with one atomic operation on the count the senders
+    /// add to, not one per message.
+    #[inline]
+    pub(crate) fn pop_held(&self) -> Option<Outbound> {
+        self.queue.pop()
+    }
+
+    /// Gives back the places of `n` messages taken with [`Self::pop_held`] (writer only).
+    #[inline]
+    pub(crate) fn release(&self, n: usize) {
+        if n > 0 {
+            self.taken.fetch_sub(n, Ordering::Relaxed);
+        }
     }
 
     /// Tells senders waiting for room that the writer took messages (writer only).

@@ -393,10 +393,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             conn.ack.received.store(received, Ordering::Release);
             // A one-way stream: the writer has nothing to carry the Ack, so it is woken to
             // write it alone, once per ACK_EVERY messages (at once when it carries refusals).
-            if had_refusals
-                || (received - nudged >= ACK_EVERY
-                    && received - conn.ack.sent.load(Ordering::Relaxed) >= ACK_EVERY)
-            {
+            if had_refusals || (received - nudged >= ACK_EVERY && conn.ack.due_alone(received)) {
                 nudged = received;
                 peer.queue.nudge();
             }

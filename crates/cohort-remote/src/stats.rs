@@ -67,7 +67,8 @@ impl Counters {
 /// A snapshot of a node's counters ([`Node::stats`](crate::Node::stats)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NodeStats {
-    /// Socket writes (batches) made by the writers, heartbeats included.
+    /// Socket writes (batches) made by the writers and senders, a heartbeat, `Ack` or `Bye`
+    /// alone included.
     pub writes: u64,
     /// Messages written.
     pub messages_out: u64,

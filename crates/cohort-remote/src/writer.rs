@@ -156,15 +156,20 @@ fn encode_one(peer: &PeerShared, st: &mut WriteState, o: crate::outbound::Outbou
 }
 
 /// Puts the `Ack` the peer is owed (if any) into the batch, and forgets what the peer
-/// acknowledged: one load of each counter per batch.
+/// acknowledged: one load of each counter per batch. `carried`: the write carries other
+/// frames (messages, a heartbeat, `Bye`); without them the `Ack` goes only when it cannot
+/// wait for them ([`AckState::due_alone`](crate::ack::AckState::due_alone)), so a reply
+/// never costs a write of its own for the `Ack` in front of it.
 #[inline]
-fn put_ack(conn: &ConnState, st: &mut WriteState) {
+fn put_ack(conn: &ConnState, st: &mut WriteState, carried: bool) {
     if st.closed {
         return;
     }
     if conn.denied_waiting.load(Ordering::Acquire) {
         crate::denial::put_denials(conn, &mut st.buf);
-    } else if let Some(received) = conn.ack.owed() {
+    } else if let Some(received) = conn.ack.owed()
+        && (carried || conn.ack.due_alone(received))
+    {
         frame::encode_ack(&mut st.buf, received);
         conn.ack.sent.store(received, Ordering::Relaxed);
     }
@@ -180,15 +185,39 @@ fn fill_adaptive(
     max_messages: usize,
     max_bytes: usize,
 ) -> u64 {
-    put_ack(conn, st);
-    let mut n = 0u64;
-    while (n as usize) < max_messages && st.buf.len() < max_bytes {
-        match peer.queue.pop() {
-            Some(o) => n += encode_one(peer, st, o) as u64,
+    let first = peer.queue.pop_held();
+    put_ack(conn, st, first.is_some());
+    let Some(first) = first else {
+        return 0;
+    };
+    let mut n = encode_one(peer, st, first) as u64;
+    let mut popped = 1;
+    while popped < max_messages && st.buf.len() < max_bytes {
+        match peer.queue.pop_held() {
+            Some(o) => {
+                popped += 1;
+                n += encode_one(peer, st, o) as u64;
+            }
             None => break,
         }
     }
+    peer.queue.release(popped);
     n
+}
+
+/// Counts a batch made for the socket: `n` messages; `bytes`, whether it holds any frame
+/// (an `Ack`, a heartbeat or `Bye` alone is a write too).
+#[inline]
+fn count_batch(peer: &PeerShared, conn: &ConnState, n: u64, bytes: bool) {
+    let counters = &peer.node.counters;
+    if bytes {
+        Counters::add(&counters.writes, 1);
+    }
+    if n > 0 {
+        conn.write.last_batch.store(n, Ordering::Relaxed);
+        Counters::add(&counters.messages_out, n);
+        peer.queue.signal_space();
+    }
 }
 
 /// Writes as much of `st.buf` as the socket takes now; `Ok(true)` when all of it went.
@@ -251,13 +280,9 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
         return false;
     }
     let node = &*peer.node;
+    let before = st.buf.len();
     let n = fill_adaptive(peer, &conn, &mut st, max_messages, max_bytes);
-    if n > 0 {
-        conn.write.last_batch.store(n, Ordering::Relaxed);
-        Counters::add(&node.counters.writes, 1);
-        Counters::add(&node.counters.messages_out, n);
-        peer.queue.signal_space();
-    }
+    count_batch(peer, &conn, n, st.buf.len() > before);
     match try_flush(&conn, &mut st, node) {
         Ok(true) => true,
         // The socket is full (the writer will wait until it drains), or failed (the writer
@@ -349,35 +374,36 @@ pub(crate) async fn writer(
             let (tls_batch, flushed, idle, finished) = {
                 let mut st = conn.write.lock_state();
                 let st = &mut *st;
+                let before = st.buf.len();
                 let mut n = 0u64;
                 match batching {
                     // After Bye nothing more is taken from the queue.
-                    _ if st.closed || peer_bye || st.unacked.settled => put_ack(&conn, st),
+                    _ if st.closed || peer_bye || st.unacked.settled => put_ack(&conn, st, true),
                     Batching::Adaptive {
                         max_messages,
                         max_bytes,
                     } => n += fill_adaptive(&peer, &conn, st, max_messages, max_bytes),
                     Batching::PerMessage => {
-                        put_ack(&conn, st);
-                        if st.buf.is_empty()
-                            && let Some(o) = peer.queue.pop()
-                        {
+                        // The next message once the last one's bytes are all out, with the
+                        // Ack in the same write.
+                        let next = if st.buf.is_empty() {
+                            peer.queue.pop()
+                        } else {
+                            None
+                        };
+                        put_ack(&conn, st, next.is_some());
+                        if let Some(o) = next {
                             n += encode_one(&peer, st, o) as u64;
                         }
                     }
                     Batching::Fixed { .. } => {
-                        put_ack(&conn, st);
+                        put_ack(&conn, st, staged > 0);
                         n += staged;
                     }
                 }
-                if n > 0 {
-                    conn.write.last_batch.store(n, Ordering::Relaxed);
-                    Counters::add(&node.counters.writes, 1);
-                    Counters::add(&node.counters.messages_out, n);
-                    peer.queue.signal_space();
-                }
                 let now = Instant::now();
                 if now >= next_hb && !st.closed {
+                    put_ack(&conn, st, true);
                     frame::encode_heartbeat(&mut st.buf);
                     next_hb = now + hb_every;
                 }
@@ -388,9 +414,12 @@ pub(crate) async fn writer(
                     && peer.queue.is_empty()
                     && peer.closing.load(Ordering::Acquire);
                 if closing {
+                    // The last Ack before Bye: the peer counts nothing it sent here in doubt.
+                    put_ack(&conn, st, true);
                     frame::encode_bye(&mut st.buf);
                     st.closed = true;
                 }
+                count_batch(&peer, &conn, n, n > 0 || st.buf.len() > before);
                 let done = st.closed || peer_bye;
                 if tls.is_some() {
                     // Written below, outside the lock.
@@ -420,8 +449,8 @@ pub(crate) async fn writer(
                 }
             } else if idle
                 && peer.queue.is_empty()
-                // Closing with an Ack just flushed: go round again to write Bye, not park
-                // until a heartbeat that would put bytes before it again.
+                // Closing with bytes just flushed (a heartbeat, an Ack): go round again to
+                // write Bye, not park until a heartbeat that would put bytes before it again.
                 && !peer.closing.load(Ordering::Acquire)
             {
                 tokio::select! {

@@ -1,12 +1,13 @@
 //! Two nodes talking: every registered type crosses the wire intact, order per sender holds
 //! under load, failures become counted dead letters, silent peers are declared down within
-//! the detector's bound, dialled peers are reconnected, a graceful shutdown flushes.
+//! the detector's bound, dialled peers are reconnected, a graceful shutdown flushes, an
+//! acknowledgement rides on the reply's write.
 
 use crate::common;
 
 use cohort::{DeadLetter, DeliveryFailure, Environment};
 use cohort_remote::phi::PhiConfig;
-use cohort_remote::{Node, NodeConfig, NodeDown, NodeUp, Overflow, Registry};
+use cohort_remote::{Batching, Node, NodeConfig, NodeDown, NodeUp, Overflow, Registry};
 use common::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -286,6 +287,62 @@ fn a_graceful_shutdown_flushes_what_is_queued() {
         assert_eq!(e.dead_letters(), 0);
         server.shutdown();
         env.stop_and_wait();
+    });
+}
+
+/// `ROUND_TRIPS` exchanges of one message each way, the next sent once the last arrived,
+/// under `batching` on both nodes: every write carries one message and the `Ack` of what
+/// came the other way rides in it, never in a write of its own.
+fn acks_ride_on_replies(batching: Batching) {
+    const ROUND_TRIPS: u64 = 200;
+    let env = Environment::builder().start().unwrap();
+    let e = env.environment();
+    // No heartbeat during the test: it would be a write of its own.
+    let config = |name: &str| {
+        NodeConfig::new(name)
+            .batching(batching)
+            .heartbeat_interval(Duration::from_secs(3600))
+    };
+    let TwoNodes {
+        server,
+        client,
+        peer,
+    } = two_nodes(
+        (&e, config("server"), registry()),
+        (&e, config("client"), registry()),
+    );
+    let at_server = probe::<u64>(&e, server.export("ping"));
+    let at_client = probe::<u64>(&e, client.export("pong"));
+    let ping = peer.mbox("ping");
+    let pong = server
+        .wait_for_peer("client", TIMEOUT)
+        .expect("the client is up at the server")
+        .mbox("pong");
+    for i in 0..ROUND_TRIPS {
+        ping.send(i);
+        assert_eq!(recv(&at_server, "a ping"), i);
+        pong.send(i);
+        assert_eq!(recv(&at_client, "a pong"), i);
+    }
+    for (side, node) in [("client", &client), ("server", &server)] {
+        let s = node.stats();
+        assert_eq!(
+            s.messages_out, ROUND_TRIPS,
+            "{side} under {batching:?}: {s:?}"
+        );
+        assert_eq!(s.writes, ROUND_TRIPS, "{side} under {batching:?}: {s:?}");
+    }
+    client.shutdown();
+    server.shutdown();
+    assert_eq!(e.dead_letters(), 0);
+    env.stop_and_wait();
+}
+
+#[test]
+fn an_ack_rides_on_the_reply_and_never_costs_a_write_of_its_own() {
+    watchdog(TIMEOUT, || {
+        acks_ride_on_replies(Batching::PerMessage);
+        acks_ride_on_replies(Batching::adaptive());
     });
 }
 
