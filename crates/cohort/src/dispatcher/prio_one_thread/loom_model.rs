@@ -17,8 +17,14 @@ use std::time::Duration;
 /// exits before the queues are closed and empty. One producer for both queues: the protocol
 /// is per push (push, flag, notify), so a second producer adds checking time and no
 /// interleaving. The model fails when `notify` only sets the flag.
+///
+/// At most two preemptions per interleaving: the queues' remote halves are lock-free block
+/// lists, so each push is several steps, and a lost wake-up needs one preemption on each side
+/// (the push's flag against the worker's look before it sleeps).
 fn check(mode: PrioMode, per_queue: u8) {
-    loom::model(move || {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(move || {
         let group = Arc::new(SharedWakeup::new());
         let queues: Arc<Vec<Arc<EventQueue<Item>>>> = Arc::new(
             (0..2)
