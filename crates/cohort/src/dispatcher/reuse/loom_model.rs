@@ -6,8 +6,13 @@ use crate::queue::EventQueue;
 use crate::queue::loom_model::{LoomItem as Item, assert_fifo_per_producer, spawn_producers};
 use std::time::Duration;
 
+/// At most two preemptions per interleaving: each remote push is several steps of a
+/// lock-free block list, and the orders checked here (FIFO per sender, the exit after the
+/// close) need one preemption on each side.
 fn check(producers: u8, per_producer: u8) {
-    loom::model(move || {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(move || {
         let q = EventQueue::<Item>::new();
         let worker = {
             let q = q.clone();
@@ -29,13 +34,9 @@ fn check(producers: u8, per_producer: u8) {
 
 /// Every item pushed from another thread runs exactly once, in order, and the worker does
 /// not exit before its queue is closed and empty. The close comes from the test thread
-/// and wakes the worker, so this model does not catch a push slept through; the
-/// `Wakeup` model (`queue/wakeup.rs`) checks that protocol. A stricter version here (the
-/// worker closes its own queue after the last item, so a lost wake-up would deadlock)
-/// deadlocks under loom 0.7.2 with two producers; a litmus test of the same shape (a
-/// relaxed store, a `SeqCst` fence and a load on each side, and an earlier producer's
-/// `swap`) shows loom allowing an outcome that the C++ rules for `SeqCst` fences forbid,
-/// so that report is not taken as a bug of the protocol.
+/// and wakes the worker, so this model does not catch a push slept through; the stricter
+/// models of `queue/loom_model/dedicated_queue.rs` (the worker closes its own queue after the
+/// last item, so a lost wake-up deadlocks) check that.
 #[test]
 fn remote_items_run_once_in_order() {
     check(1, 2);
