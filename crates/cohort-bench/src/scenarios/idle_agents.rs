@@ -141,7 +141,11 @@ mod tests {
             })
         })
         .unwrap();
-        assert!(o.live.net_bytes > 1_000 * 16, "{}", o.live.net_bytes);
+        // The counts are the process's, and the other tests running alongside free what
+        // they like, so the net bytes may even be negative here: only the number of
+        // allocations, which nothing else lowers, makes a claim (each agent's cell is one).
+        assert!(o.live.allocations >= 1_000, "{}", o.live.allocations);
+        assert!(o.elapsed > Duration::ZERO);
         assert!(validate(10, 0).is_err() && validate(5, 10).is_err());
     }
 }
