@@ -6,14 +6,14 @@
 //!   to this queue (the whole single-thread path) pushes here: no lock, no atomic
 //!   read-modify-write, no refcount.
 //! - **remote**: for every other sender, a list of blocks whose write index lives in the
-//!   queue's state word ([`remote_blocks`]): a send is one compare-and-swap on the state
-//!   (reserving an index; on a pool queue, keeping [`SCHEDULED`]) and one slot written; the
+//!   queue's state word ([`remote_blocks`](super::remote_blocks)): a send is one compare-and-swap on the state
+//!   (reserving an index; on a pool queue, keeping [`SCHEDULED`](super::pool_state::SCHEDULED)) and one slot written; the
 //!   runner pops exactly the indices the state shows, without a fence or a look at the
 //!   senders' lines. A queue run by a dedicated thread then calls [`Wakeup::notify`]; its
 //!   worker sleeps only when the state's index is the one it has read up to, and as it exits
-//!   it flags the state [`RETIRED`] and rejects what was reserved before, so a later push
+//!   it flags the state [`RETIRED`](super::pool_state::RETIRED) and rejects what was reserved before, so a later push
 //!   finds the flag and rejects its own demand (one party sweeps, one reader pops).
-//!   A sender that finds an idle pool queue claims it (sets [`SCHEDULED`]) and owns it until
+//!   A sender that finds an idle pool queue claims it (sets [`SCHEDULED`](super::pool_state::SCHEDULED)) and owns it until
 //!   it hands it to a run queue: it leaves its demand in the queue's one-demand `first` slot,
 //!   next to the state it has just written, and the next turn runs it before anything else
 //!   (see [`EventQueue::push_remote`]). A turn ends in idle only when it has read the remote
@@ -21,12 +21,13 @@
 //!   behind, and no turn needs a fence to know.
 //!
 //! The worker only ever executes from the local half; it moves the remote half to the local
-//! tail in batches ([`EventQueue::drain_remote`]). So the local half is the queue's one
+//! tail in batches ([`Local::drain_remote`]). So the local half is the queue's one
 //! total order, and FIFO holds per sender: a given sender thread always uses the same half.
 
+use super::local::Local;
 use super::local_ring::LocalRing;
-use super::pool_state::{RETIRED, SENDERS_OWN, tail_index};
-use super::remote_blocks::{self, Head, Tail};
+use super::pool_state::SENDERS_OWN;
+use super::remote_blocks::{Head, Tail};
 use super::sender_epoch;
 use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
 use crate::agent::demand::Demand;
@@ -104,16 +105,16 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
 /// worker that runs the turn reads it once.
 #[repr(C, align(64))]
 pub(super) struct SendersLine<T: QueueItem> {
-    /// The demand of the sender that claimed the idle queue (set [`SCHEDULED`]), taken by the
+    /// The demand of the sender that claimed the idle queue (set [`SCHEDULED`](super::pool_state::SCHEDULED)), taken by the
     /// next turn before anything else (it is the oldest: the queue was empty). Written only by
     /// that sender, before it hands the queue to a run queue; read only by the queue's runner.
     /// Initialised when `has_first` says so (an `Option` would take a line and a half).
     pub(super) first: HandOffCell<MaybeUninit<T>>,
-    /// The remote half's write index (times [`ONE_PUSH`]) and flags: [`SENDERS_OWN`] and
-    /// [`SCHEDULED`] on a pool queue; [`SENDERS_OWN`] (always) and [`RETIRED`] on a queue run
+    /// The remote half's write index (times [`ONE_PUSH`](super::pool_state::ONE_PUSH)) and flags: [`SENDERS_OWN`] and
+    /// [`SCHEDULED`](super::pool_state::SCHEDULED) on a pool queue; [`SENDERS_OWN`] (always) and [`RETIRED`](super::pool_state::RETIRED) on a queue run
     /// by a dedicated thread.
     pub(super) state: AtomicU64,
-    /// The remote half's senders' end (see [`remote_blocks`]).
+    /// The remote half's senders' end (see [`remote_blocks`](super::remote_blocks)).
     pub(super) remote_tail: Tail<T>,
     /// A word the pool's policy owns (see [`PolicyWord`]); on the senders' line because a
     /// sender that schedules the queue may read it.
@@ -127,7 +128,7 @@ pub(super) struct SendersLine<T: QueueItem> {
 #[repr(C, align(64))]
 pub(super) struct RunnerLine<T: QueueItem> {
     pub(super) local: UnsafeCell<LocalRing<T>>,
-    /// The remote half's runner's end (see [`remote_blocks`]).
+    /// The remote half's runner's end (see [`remote_blocks`](super::remote_blocks)).
     pub(super) remote_head: Head<T>,
 }
 
@@ -192,32 +193,6 @@ impl<T: QueueItem> EventQueue<T> {
         })
     }
 
-    /// Pushes to the local half.
-    ///
-    /// # Safety
-    /// The caller runs this queue (`is_running_here()` is true).
-    #[inline]
-    pub(super) unsafe fn push_local(&self, d: T) {
-        debug_assert!(self.is_running_here());
-        // SAFETY: only the running thread touches `local` (caller), and no reference to it is
-        // held across this call: pushes happen from handlers, never while the worker borrows it.
-        unsafe { (*self.run.local.get()).push_back(d) }
-    }
-
-    /// Pushes the demand `make` builds to the local half, making room first: the demand is
-    /// then written straight into its slot, not built on the stack and copied (a copy that
-    /// stalls on store forwarding, see [`LocalRing`]); a demand built before the call, as
-    /// `push_local` takes it, lives across the ring's growth check and is copied.
-    ///
-    /// # Safety
-    /// As [`push_local`](Self::push_local).
-    #[inline(always)]
-    pub(super) unsafe fn push_local_with(&self, make: impl FnOnce() -> T) {
-        debug_assert!(self.is_running_here());
-        // SAFETY: as in `push_local`.
-        unsafe { (*self.run.local.get()).push_back_with(make) }
-    }
-
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
@@ -257,224 +232,6 @@ impl<T: QueueItem> EventQueue<T> {
         &self.senders.policy
     }
 
-    /// Called by a dedicated worker once it has left its loop: flags the state [`RETIRED`]
-    /// and rejects what its remote half holds; whatever arrives from now on (a sender that saw
-    /// its receiver alive just before it finished) is rejected by its sender at once, counted
-    /// as a dead letter, instead of waiting in a queue nobody runs. The flag and every
-    /// reservation are read-modify-writes of the state, so each push lands on exactly one side
-    /// of it: swept here, or rejected by its sender.
-    ///
-    /// # Safety
-    /// The caller is the queue's dedicated worker (the one reader of its remote half).
-    pub(crate) unsafe fn retire(&self) {
-        if let Notifier::Thread(_) = &self.notifier {
-            let tail = tail_index(self.senders.state.fetch_or(RETIRED, Ordering::AcqRel));
-            // SAFETY: the caller is the remote half's one reader.
-            unsafe { self.pop_remote_until(tail, T::reject) };
-        }
-    }
-
-    /// Pops the next demand to execute.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    #[inline]
-    pub(super) unsafe fn pop_local(&self) -> Option<T> {
-        // SAFETY: as in `push_local`; the borrow ends before the demand is executed.
-        unsafe { (*self.run.local.get()).pop_front() }
-    }
-
-    /// Whether the local half is empty.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    #[inline]
-    pub(super) unsafe fn local_is_empty(&self) -> bool {
-        // SAFETY: as in `push_local`.
-        unsafe { (*self.run.local.get()).is_empty() }
-    }
-
-    /// Takes the demand of the sender that claimed this idle queue, if any: a turn's first
-    /// demand, before the local half and the remote half.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    #[inline]
-    pub(super) unsafe fn take_first(&self) -> Option<T> {
-        // SAFETY: the slot is written only by the claiming sender before the queue was
-        // scheduled (the run queue's hand-off orders it before this turn), and read only by
-        // the runner (caller).
-        unsafe {
-            if !self
-                .senders
-                .has_first
-                .with_mut(|has| std::mem::replace(has, false))
-            {
-                return None;
-            }
-            Some(
-                self.senders
-                    .first
-                    .with_mut(|first| first.assume_init_read()),
-            )
-        }
-    }
-
-    /// Puts a popped demand back at the head of the local half.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    pub(super) unsafe fn unpop_local(&self, d: T) {
-        // SAFETY: as in `push_local`.
-        unsafe { (*self.run.local.get()).push_front(d) }
-    }
-
-    /// Moves up to `max` remote demands to the local tail; returns how many moved.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    #[inline]
-    pub(super) unsafe fn drain_remote(&self, max: usize) -> usize {
-        // One load of the state, which a pool turn touches anyway, says how many were pushed
-        // (acquire: with the blocks they went to). A push after it fails a pool turn's end
-        // (`finish_turn`), which runs the queue again, and is seen by a dedicated worker's
-        // look before it sleeps (`has_remote`).
-        let tail = self.remote_tail();
-        let head = &self.run.remote_head;
-        // SAFETY: the caller runs this queue: the head is its alone.
-        if unsafe { head.index() } == tail {
-            // The common case on a hand-off: nothing pushed while the queue waited.
-            return 0;
-        }
-        // SAFETY: as above.
-        let moved = unsafe { self.move_to_local(max, || head.pop(tail)) };
-        if moved == 0 && matches!(self.notifier, Notifier::Thread(_)) {
-            // SAFETY: as above.
-            return unsafe { self.wait_for_slot(max, tail) };
-        }
-        moved
-    }
-
-    /// A dedicated worker saw a reservation whose slot is still being written: its sender is
-    /// most often in the middle of that store on another core, so look again a few times
-    /// before yielding the core to a sender that may have been descheduled (the worker comes
-    /// straight back for the slot: `has_remote`).
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    #[cold]
-    unsafe fn wait_for_slot(&self, max: usize, tail: u64) -> usize {
-        let head = &self.run.remote_head;
-        for _ in 0..crate::defaults::SLOT_WRITE_SPINS {
-            std::hint::spin_loop();
-            // SAFETY: the caller runs this queue: the head is its alone.
-            let moved = unsafe { self.move_to_local(max, || head.pop(tail)) };
-            if moved > 0 {
-                return moved;
-            }
-        }
-        crate::sync::yield_now();
-        0
-    }
-
-    /// Moves up to `max` demands that `pop` yields to the local tail; returns how many moved.
-    ///
-    /// # Safety
-    /// The caller runs this queue, and `pop` is safe to call on the thread that does.
-    #[inline]
-    pub(super) unsafe fn move_to_local(
-        &self,
-        max: usize,
-        mut pop: impl FnMut() -> Option<T>,
-    ) -> usize {
-        let mut n = 0;
-        while n < max {
-            let Some(d) = pop() else { break };
-            // SAFETY: the caller runs this queue.
-            unsafe { self.push_local(d) };
-            n += 1;
-        }
-        n
-    }
-
-    /// Keeps a message that reached agent `cell` before its `start` ran.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    #[cold]
-    pub(super) unsafe fn stash_early(&self, cell: usize, early: T::Early) {
-        // SAFETY: only the running thread touches `early` (caller); no borrow is held across.
-        unsafe { (*self.early.get()).push((cell, early)) }
-    }
-
-    /// Takes the messages stashed for agent `cell`, in arrival order.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    #[inline]
-    pub(super) unsafe fn take_early(&self, cell: usize) -> Vec<T::Early> {
-        // SAFETY: as in `stash_early`.
-        let early = unsafe { &mut *self.early.get() };
-        if early.is_empty() {
-            return Vec::new();
-        }
-        // One pass, in place: the others' messages stay where they are, in order.
-        early
-            .extract_if(.., |(c, _)| *c == cell)
-            .map(|(_, item)| item)
-            .collect()
-    }
-
-    /// Demands waiting in both halves (for statistics).
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    pub(super) unsafe fn len_here(&self) -> usize {
-        let tail = self.remote_tail();
-        // SAFETY: the caller runs this queue: the head is its alone.
-        let head = unsafe { self.run.remote_head.index() };
-        let remote = usize::try_from(remote_blocks::count(head, tail)).unwrap_or(usize::MAX);
-        // SAFETY: only the running thread touches `local` and `first` (caller).
-        unsafe {
-            usize::from(self.senders.has_first.with_mut(|has| *has))
-                + (*self.run.local.get()).len()
-                + remote
-        }
-    }
-
-    /// A queue run by a dedicated thread: true when its remote half has demands (reserved
-    /// beyond the index its worker has read up to; one may still be being written).
-    ///
-    /// # Safety
-    /// The caller is the queue's dedicated worker (the one reader of its remote half).
-    #[inline]
-    pub(crate) unsafe fn has_remote(&self) -> bool {
-        match &self.notifier {
-            Notifier::Thread(_) => {
-                // SAFETY: the caller is the remote half's one reader.
-                let head = unsafe { self.run.remote_head.index() };
-                // (Under loom a read-modify-write, for the reason given at `Wakeup::notify`.)
-                head != tail_index(crate::sync::load_latest(&self.senders.state))
-            }
-            Notifier::Pool { .. } => false,
-        }
-    }
-
-    /// Sleeps until a remote push or a close (the caller spins first). A sender reserves its
-    /// index, writes it, then notifies (a `SeqCst` fence, then a look at the worker's flag);
-    /// the worker raises its flag, fences, then compares the state's index with its own: one
-    /// of the two sees the other, so no push is slept through.
-    ///
-    /// # Safety
-    /// As [`has_remote`](Self::has_remote).
-    pub(crate) unsafe fn sleep(&self) {
-        if let Notifier::Thread(side) = &self.notifier {
-            // SAFETY: the caller is the remote half's one reader.
-            side.wakeup
-                .sleep(|| unsafe { self.has_remote() } || self.is_closed());
-        }
-    }
-
     /// Registers the calling thread as this queue's worker for wake-ups.
     pub(crate) fn register_worker(&self) {
         if let Notifier::Thread(side) = &self.notifier {
@@ -499,10 +256,11 @@ impl<T: QueueItem> Drop for EventQueue<T> {
     fn drop(&mut self) {
         // Whatever is left was never executed: count it, never lose it silently.
         // SAFETY: `&mut self`: nobody else holds the queue.
-        if let Some(d) = unsafe { self.take_first() } {
+        let local = unsafe { Local::new(self) };
+        if let Some(d) = local.take_first() {
             d.reject();
         }
-        while let Some(d) = self.run.local.get_mut().pop_front() {
+        while let Some(d) = local.pop() {
             d.reject();
         }
         let tail = self.remote_tail();

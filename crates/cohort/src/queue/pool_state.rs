@@ -3,7 +3,9 @@
 //! the finish step's close of lending, a dedicated worker's retirement.
 
 use super::event_queue::{EventQueue, Notifier, QueueItem, Schedule};
+use super::local::Local;
 use super::remote_blocks::{self, Block};
+use super::running::RunningGuard;
 use super::wakeup::QueueWakeup;
 use crate::sync::{Backoff, arc_from_ref};
 use std::mem::MaybeUninit;
@@ -18,7 +20,7 @@ pub(super) const SCHEDULED: u64 = 1;
 /// Pool queue state flag: remote message demands hold their own reference to their agent.
 /// Clear while the queue's agents live: a demand reserved then may borrow the agent, because
 /// the queue's finish step moves every such demand ahead of `finish` (see
-/// [`EventQueue::close_lending`], and "Agent lifetime" in `docs/runtime-semantics.md`). Set
+/// [`Local::close_lending`], and "Agent lifetime" in `docs/runtime-semantics.md`). Set
 /// once, by the runner, at that step.
 pub(super) const SENDERS_OWN: u64 = 2;
 /// Dedicated queue state flag (the bit that a pool queue uses for [`SCHEDULED`]): the worker
@@ -188,63 +190,6 @@ impl<T: QueueItem> EventQueue<T> {
         unsafe { arc_from_ref(self) }
     }
 
-    /// A pool worker is done with its turn: returns true if the queue has more work and this
-    /// caller must schedule it again (it won the race to do so).
-    ///
-    /// # Safety
-    /// The caller just ran this queue and no longer runs it (its guard is dropped).
-    pub(super) unsafe fn finish_turn(&self) -> bool {
-        let Notifier::Pool { .. } = &self.notifier else {
-            return false;
-        };
-        let state = &self.senders.state;
-        // SAFETY: the state is still SCHEDULED, so no other runner can start (senders only
-        // claim or schedule an idle queue): nobody touches the local half while we read it.
-        if unsafe { !(*self.run.local.get()).is_empty() } {
-            return true;
-        }
-        // Idle only if the runner has read the remote half up to the state's index (no push
-        // since, none left by a drain that stopped at its limit); otherwise the queue stays
-        // scheduled and runs again. Release: a sender that claims the idle queue then fills
-        // its `first` slot.
-        // SAFETY: the caller ran this queue and nobody else reads the head.
-        let head = unsafe { self.run.remote_head.index() };
-        let busy = (head * ONE_PUSH) | SCHEDULED;
-        match state.compare_exchange(busy, busy & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => false,
-            // Once the agents have begun to finish (rare: a second try, not a load per turn).
-            Err(now) if now == busy | SENDERS_OWN => state
-                .compare_exchange(now, now & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err(),
-            Err(_) => true,
-        }
-    }
-
-    /// The finish step of the queue's agents: from now on a remote message demand owns its
-    /// agent reference, and every remote demand reserved before, which may borrow it, moves to
-    /// the local tail now, ahead of whatever the caller pushes next (the step that runs
-    /// `finish`, after which the cooperation may drop the agents). Waits for a sender between
-    /// its reservation and its write (a few instructions, unless it was preempted there). A
-    /// queue run by a dedicated thread moves what its remote half holds.
-    ///
-    /// A pool queue serves one group of one cooperation (a queue per agent or per
-    /// cooperation), so this runs once per queue, and no handler of its agents
-    /// runs after the `finish` that follows it.
-    ///
-    /// # Safety
-    /// The caller runs this queue.
-    pub(super) unsafe fn close_lending(&self) {
-        let Notifier::Pool { .. } = &self.notifier else {
-            // SAFETY: the caller runs this queue.
-            unsafe { self.drain_remote(usize::MAX) };
-            return;
-        };
-        // AcqRel, like every write of the state: with the blocks linked before the index.
-        let tail = tail_index(self.senders.state.fetch_or(SENDERS_OWN, Ordering::AcqRel));
-        // SAFETY: the caller runs this queue: the head and the local half are its alone.
-        unsafe { self.pop_remote_until(tail, |d| self.push_local(d)) };
-    }
-
     /// Pops the remote half up to index `tail` (read from the state) into `f`, waiting for a
     /// sender between its reservation and its write (a few instructions, unless it was
     /// preempted there).
@@ -272,22 +217,27 @@ impl<T: QueueItem> EventQueue<T> {
     /// make it idle again, so that a later send finds it idle and is rejected in turn.
     #[cold]
     pub(crate) fn abandon(&self) {
-        // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers are
-        // gone: nobody runs it, and a sender claims it only once it is idle again (below).
-        if let Some(d) = unsafe { self.take_first() } {
-            d.reject();
-        }
-        // SAFETY: as above.
-        while let Some(d) = unsafe { (*self.run.local.get()).pop_front() } {
-            d.reject();
-        }
-        // Then the remote half, up to an index that no push passed before the queue went
-        // idle (as a turn ends).
-        // SAFETY: as above: this thread holds the queue, the runner's end is its own.
-        while unsafe { self.finish_turn() } {
-            // SAFETY: as above.
-            while let Some(d) = unsafe { self.pop_remote() } {
+        loop {
+            // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers
+            // are gone: nobody runs it, and a sender claims it only once it is idle again
+            // (the turn's end below).
+            let running = unsafe { RunningGuard::enter(self) };
+            let local = running.local();
+            if let Some(d) = local.take_first() {
                 d.reject();
+            }
+            loop {
+                while let Some(d) = local.pop() {
+                    d.reject();
+                }
+                if local.drain_remote(usize::MAX) == 0 {
+                    break;
+                }
+            }
+            // Idle only once the remote half is read up to an index that no push passed (as
+            // a turn ends).
+            if !running.end_turn() {
+                return;
             }
         }
     }
@@ -298,14 +248,62 @@ impl<T: QueueItem> EventQueue<T> {
     pub(super) fn remote_tail(&self) -> u64 {
         tail_index(self.senders.state.load(Ordering::Acquire))
     }
+}
 
-    /// A pool queue: takes the next demand of the remote half, if one was pushed by now.
+impl<T: QueueItem> RunningGuard<'_, T> {
+    /// A pool worker ends its turn: returns true if the queue has more work and this caller
+    /// must schedule it again (it won the race to do so).
+    pub(crate) fn end_turn(self) -> bool {
+        let q = self.queue();
+        // SAFETY (every block below): the guard makes this thread the queue's one runner until
+        // the turn ends here, and the state, still SCHEDULED, lets no other runner start
+        // (senders only claim or schedule an idle queue).
+        let Notifier::Pool { .. } = &q.notifier else {
+            return false;
+        };
+        if !self.local().is_empty() {
+            return true;
+        }
+        drop(self);
+        let state = &q.senders.state;
+        // Idle only if the runner has read the remote half up to the state's index (no push
+        // since, none left by a drain that stopped at its limit); otherwise the queue stays
+        // scheduled and runs again. Release: a sender that claims the idle queue then fills
+        // its `first` slot.
+        // SAFETY: see above; nobody else reads the head.
+        let head = unsafe { q.run.remote_head.index() };
+        let busy = (head * ONE_PUSH) | SCHEDULED;
+        match state.compare_exchange(busy, busy & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed) {
+            Ok(_) => false,
+            // Once the agents have begun to finish (rare: a second try, not a load per turn).
+            Err(now) if now == busy | SENDERS_OWN => state
+                .compare_exchange(now, now & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err(),
+            Err(_) => true,
+        }
+    }
+}
+
+impl<T: QueueItem> Local<'_, T> {
+    /// The finish step of the queue's agents: from now on a remote message demand owns its
+    /// agent reference, and every remote demand reserved before, which may borrow it, moves to
+    /// the local tail now, ahead of whatever the caller pushes next (the step that runs
+    /// `finish`, after which the cooperation may drop the agents). Waits for a sender between
+    /// its reservation and its write (a few instructions, unless it was preempted there). A
+    /// queue run by a dedicated thread moves what its remote half holds.
     ///
-    /// # Safety
-    /// The caller runs (or holds) this queue.
-    unsafe fn pop_remote(&self) -> Option<T> {
-        let tail = self.remote_tail();
-        // SAFETY: caller: the head is its alone.
-        unsafe { self.run.remote_head.pop(tail) }
+    /// A pool queue serves one group of one cooperation (a queue per agent or per
+    /// cooperation), so this runs once per queue, and no handler of its agents
+    /// runs after the `finish` that follows it.
+    pub(crate) fn close_lending(&self) {
+        let q = self.queue();
+        let Notifier::Pool { .. } = &q.notifier else {
+            self.drain_remote(usize::MAX);
+            return;
+        };
+        // AcqRel, like every write of the state: with the blocks linked before the index.
+        let tail = tail_index(q.senders.state.fetch_or(SENDERS_OWN, Ordering::AcqRel));
+        // SAFETY: this thread runs the queue (the token): the head is its alone.
+        unsafe { q.pop_remote_until(tail, |d| self.push(d)) };
     }
 }

@@ -18,7 +18,7 @@
 use crate::defaults;
 use crate::dispatcher::reuse::worker::spin_until;
 use crate::queue::wakeup::SharedWakeup;
-use crate::queue::{EventQueue, Local, QueueItem, RunningGuard};
+use crate::queue::{DedicatedReader, EventQueue, Local, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -108,9 +108,13 @@ pub(crate) fn run_prio<T: QueueItem>(
     // quota spent": the first choice wraps to the highest).
     let mut cursor = (0usize, 0usize);
     let all_closed = || queues.iter().all(|q| q.is_closed());
-    // SAFETY: this thread is the dedicated worker of every queue of `queues`, the one reader
-    // of their remote halves (so for every `has_remote` and `retire` of this function).
-    let any_remote = || queues.iter().any(|q| unsafe { q.has_remote() });
+    let readers: Vec<DedicatedReader<'_, T>> = queues
+        .iter()
+        // SAFETY: this thread is the dedicated worker of every queue of `queues`, the one
+        // reader of their remote halves, until it retires them below.
+        .map(|q| unsafe { DedicatedReader::claim(q) })
+        .collect();
+    let any_remote = || readers.iter().any(DedicatedReader::has_remote);
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
         if ready.remote != 0 {
@@ -150,8 +154,7 @@ pub(crate) fn run_prio<T: QueueItem>(
         if any_remote() {
             ready.add_remote(
                 (0..queues.len())
-                    // SAFETY: see above.
-                    .filter(|&i| unsafe { queues[i].has_remote() })
+                    .filter(|&i| readers[i].has_remote())
                     .fold(0, |m, i| m | 1 << i),
             );
             continue;
@@ -174,9 +177,8 @@ pub(crate) fn run_prio<T: QueueItem>(
         }
     }
     current.guard = None;
-    for q in queues {
-        // SAFETY: see above.
-        unsafe { q.retire() };
+    for r in readers {
+        r.retire();
     }
 }
 
@@ -207,8 +209,7 @@ fn move_remote<T: QueueItem>(current: &mut Current<'_, T>, ready: &mut Ready, wh
     for p in (0..current.queues.len()).filter(|p| which & (1 << p) != 0) {
         let q = current.enter(p);
         q.drain_remote(defaults::REMOTE_BATCH);
-        // SAFETY: this thread is the queue's dedicated worker (it holds its token).
-        if !unsafe { q.queue().has_remote() } {
+        if !q.has_remote() {
             ready.remote &= !(1 << p);
         }
     }

@@ -7,7 +7,7 @@
 //! waking a parked one), then parks until a remote push wakes it.
 
 use crate::defaults;
-use crate::queue::{EventQueue, QueueItem, RunningGuard};
+use crate::queue::{DedicatedReader, EventQueue, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -51,9 +51,9 @@ pub(crate) fn run_with<T: QueueItem>(
     mut execute: impl FnMut(T),
 ) {
     queue.register_worker();
-    // SAFETY: this thread is the only one that runs `queue` (one worker per queue), and the
-    // guard is dropped before `queue` is.
-    let running = unsafe { RunningGuard::enter(queue) };
+    // SAFETY: this thread is the only one that runs `queue` (one worker per queue), the one
+    // reader of its remote half, and both tokens are dropped before `queue` is.
+    let (running, reader) = unsafe { (RunningGuard::enter(queue), DedicatedReader::claim(queue)) };
     let local = running.local();
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
@@ -71,39 +71,27 @@ pub(crate) fn run_with<T: QueueItem>(
         if let (Some(p), Some(t0)) = (probe, t0) {
             p.busy(t0, ran, local.len());
         }
-        // SAFETY: this thread is the queue's dedicated worker, the one reader of its remote
-        // half (so for every `has_remote`, `sleep` and `retire` of this function).
-        if ran > 0 || unsafe { queue.has_remote() } {
+        if ran > 0 || reader.has_remote() {
             continue;
         }
         if queue.is_closed() {
             // Closed and empty: but a remote push may race with the close; take it first.
-            // SAFETY: see above.
-            if !unsafe { queue.has_remote() } {
+            if !reader.has_remote() {
                 break;
             }
             continue;
         }
         let t0 = probe.and_then(WorkerProbe::start);
-        if !spin_for_work(queue, spin) {
+        if !spin_until(|| reader.has_remote() || queue.is_closed(), spin) {
             super::release_thread_caches();
-            // SAFETY: see above.
-            unsafe { queue.sleep() };
+            reader.sleep();
         }
         if let (Some(p), Some(t0)) = (probe, t0) {
             p.idle(t0);
         }
     }
     drop(running);
-    // SAFETY: see above.
-    unsafe { queue.retire() };
-}
-
-/// Spins until the queue has remote work or is closed, for at most `spin`; called by the
-/// queue's dedicated worker.
-fn spin_for_work<T: QueueItem>(queue: &EventQueue<T>, spin: Duration) -> bool {
-    // SAFETY: the caller is the queue's dedicated worker (the one reader of its remote half).
-    spin_until(|| unsafe { queue.has_remote() } || queue.is_closed(), spin)
+    reader.retire();
 }
 
 /// Spins until `ready()` holds, for at most `spin`; returns whether it did. Yields the CPU
