@@ -2,19 +2,16 @@
 //! and deep history, transfer and suppress, the dead-letter handler, time limits, and the
 //! typed errors of bad input.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod subscriptions;
 mod time_limits;
 mod transfer;
 mod transitions;
 
+use crate::common::{self, DeadLetters, TIMEOUT, watchdog};
 use cohort::{
     Agent, Context, DefineError, DeliveryFailure, History, Mbox, State, StateError, SubscribeError,
     Unhandled,
 };
-use common::{DeadLetters, TIMEOUT, watchdog};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

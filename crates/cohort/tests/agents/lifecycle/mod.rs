@@ -1,9 +1,6 @@
 //! Lifecycle of cooperations and agents: registration and its failure, child cooperations,
 //! early messages, deregistration, stop with backlogs, autoshutdown, panic reactions.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod autoshutdown;
 mod child_coops;
 mod deregistration;
