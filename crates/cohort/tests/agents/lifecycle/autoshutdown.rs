@@ -1,6 +1,7 @@
 //! Autoshutdown: `launch` returns when the last cooperation is gone; an environment started
 //! with autoshutdown off keeps running until `stop()`.
 
+use super::{Echo, Ping};
 use crate::common;
 
 use cohort::{
@@ -154,22 +155,6 @@ impl Agent for Ephemeral {
 impl Drop for Ephemeral {
     fn drop(&mut self) {
         let _ = self.dropped.send(());
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Ping;
-
-struct Echo {
-    tx: Sender<()>,
-}
-
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Ping, _: &mut Context<'_, Self>| {
-            let _ = me.tx.send(());
-        })?;
-        Ok(())
     }
 }
 

@@ -2,10 +2,11 @@
 //! however they were attached (through a handler's context or `Coop::set_parent`); children
 //! finish and are announced before their parent on every dispatcher kind.
 
+use super::{Echo, Ping};
 use crate::common;
 
 use cohort::{
-    ActiveObjBuilder, Agent, Context, CoopDeregistered, CoopHandle, DefineError, DeregReason, Mbox,
+    ActiveObjBuilder, Agent, Context, CoopDeregistered, CoopHandle, DeregReason, Mbox,
     RegisterError,
 };
 use common::dispatchers::{Kind, on_every_kind};
@@ -147,23 +148,6 @@ fn deep_nesting_finishes_deepest_first() {
         }
         env.stop_and_wait();
     });
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Ping;
-
-/// Replies to pings.
-struct Echo {
-    tx: Sender<()>,
-}
-
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Ping, _: &mut Context<'_, Self>| {
-            let _ = me.tx.send(());
-        })?;
-        Ok(())
-    }
 }
 
 #[test]

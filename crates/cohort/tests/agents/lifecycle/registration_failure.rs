@@ -2,6 +2,7 @@
 //! finishes, the cooperation count does not move, and its agents' mailboxes reject messages
 //! as dead letters.
 
+use super::{Echo, Ping};
 use crate::common;
 
 use cohort::{
@@ -11,9 +12,6 @@ use cohort::{
 use common::{Counter, DeadLetters, TIMEOUT, watchdog};
 use std::borrow::Cow;
 use std::sync::mpsc::{self, Sender};
-
-#[derive(Debug, Clone, Copy)]
-struct Ping;
 
 /// Counts its hooks and the pings it handles.
 #[derive(Clone, Default)]
@@ -226,19 +224,6 @@ fn failing_coop(failure: Failure) {
     assert_eq!(bystander.finished.get(), 1);
     assert_eq!(bystander.pinged.get(), 1);
     assert_eq!(env_handle.coop_count(), 0);
-}
-
-struct Echo {
-    tx: Sender<()>,
-}
-
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Ping, _: &mut Context<'_, Self>| {
-            let _ = me.tx.send(());
-        })?;
-        Ok(())
-    }
 }
 
 #[test]
