@@ -39,7 +39,8 @@ pub const REMOTE_BATCH: usize = 256;
 /// How many demands a pool worker runs from one queue before it moves on to the next
 /// (`max_demands_at_once`). SObjectizer's default: small enough that one busy agent does not
 /// keep a worker from the others for long, large enough to amortise the switch. Raise it for
-/// dense self-sending flows (the seed's bulk effect), lower it for latency.
+/// dense self-sending flows (the bulk effect of SObjectizer's performance article, part 3),
+/// lower it for latency.
 pub const MAX_DEMANDS_AT_ONCE: usize = 4;
 
 /// How many times in a row a `work_stealing` worker runs the queue in its LIFO slot (the one

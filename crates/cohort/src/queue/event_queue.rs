@@ -6,14 +6,14 @@
 //!   to this queue (the whole single-thread path) pushes here: no lock, no atomic
 //!   read-modify-write, no refcount.
 //! - **remote**: for every other sender, a list of blocks whose write index lives in the
-//!   queue's state word ([`remote_blocks`](super::remote_blocks)): a send is one compare-and-swap on the state
-//!   (reserving an index; on a pool queue, keeping [`SCHEDULED`](super::pool_state::SCHEDULED)) and one slot written; the
+//!   queue's state word ([`remote_blocks`]): a send is one compare-and-swap on the state
+//!   (reserving an index; on a pool queue, keeping [`SCHEDULED`]) and one slot written; the
 //!   runner pops exactly the indices the state shows, without a fence or a look at the
 //!   senders' lines. A queue run by a dedicated thread then calls [`Wakeup::notify`]; its
 //!   worker sleeps only when the state's index is the one it has read up to, and as it exits
-//!   it flags the state [`RETIRED`](super::pool_state::RETIRED) and rejects what was reserved before, so a later push
+//!   it flags the state [`RETIRED`] and rejects what was reserved before, so a later push
 //!   finds the flag and rejects its own demand (one party sweeps, one reader pops).
-//!   A sender that finds an idle pool queue claims it (sets [`SCHEDULED`](super::pool_state::SCHEDULED)) and owns it until
+//!   A sender that finds an idle pool queue claims it (sets [`SCHEDULED`]) and owns it until
 //!   it hands it to a run queue: it leaves its demand in the queue's one-demand `first` slot,
 //!   next to the state it has just written, and the next turn runs it before anything else
 //!   (see [`EventQueue::push_remote`]). A turn ends in idle only when it has read the remote
@@ -23,6 +23,10 @@
 //! The worker only ever executes from the local half; it moves the remote half to the local
 //! tail in batches ([`Local::drain_remote`]). So the local half is the queue's one
 //! total order, and FIFO holds per sender: a given sender thread always uses the same half.
+//!
+//! [`remote_blocks`]: super::remote_blocks
+//! [`RETIRED`]: super::pool_state::RETIRED
+//! [`SCHEDULED`]: super::pool_state::SCHEDULED
 
 use super::local::Local;
 use super::local_ring::LocalRing;
@@ -105,16 +109,22 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
 /// worker that runs the turn reads it once.
 #[repr(C, align(64))]
 pub(super) struct SendersLine<T: QueueItem> {
-    /// The demand of the sender that claimed the idle queue (set [`SCHEDULED`](super::pool_state::SCHEDULED)), taken by the
+    /// The demand of the sender that claimed the idle queue (set [`SCHEDULED`]), taken by the
     /// next turn before anything else (it is the oldest: the queue was empty). Written only by
     /// that sender, before it hands the queue to a run queue; read only by the queue's runner.
     /// Initialised when `has_first` says so (an `Option` would take a line and a half).
+    ///
+    /// [`SCHEDULED`]: super::pool_state::SCHEDULED
     pub(super) first: HandOffCell<MaybeUninit<T>>,
-    /// The remote half's write index (times [`ONE_PUSH`](super::pool_state::ONE_PUSH)) and flags: [`SENDERS_OWN`] and
-    /// [`SCHEDULED`](super::pool_state::SCHEDULED) on a pool queue; [`SENDERS_OWN`] (always) and [`RETIRED`](super::pool_state::RETIRED) on a queue run
+    /// The remote half's write index (times [`ONE_PUSH`]) and flags: [`SENDERS_OWN`] and
+    /// [`SCHEDULED`] on a pool queue; [`SENDERS_OWN`] (always) and [`RETIRED`] on a queue run
     /// by a dedicated thread.
+    ///
+    /// [`ONE_PUSH`]: super::pool_state::ONE_PUSH
+    /// [`RETIRED`]: super::pool_state::RETIRED
+    /// [`SCHEDULED`]: super::pool_state::SCHEDULED
     pub(super) state: AtomicU64,
-    /// The remote half's senders' end (see [`remote_blocks`](super::remote_blocks)).
+    /// The remote half's senders' end (see [`Tail`]).
     pub(super) remote_tail: Tail<T>,
     /// A word the pool's policy owns (see [`PolicyWord`]); on the senders' line because a
     /// sender that schedules the queue may read it.
@@ -128,7 +138,7 @@ pub(super) struct SendersLine<T: QueueItem> {
 #[repr(C, align(64))]
 pub(super) struct RunnerLine<T: QueueItem> {
     pub(super) local: UnsafeCell<LocalRing<T>>,
-    /// The remote half's runner's end (see [`remote_blocks`](super::remote_blocks)).
+    /// The remote half's runner's end (see [`Head`]).
     pub(super) remote_head: Head<T>,
 }
 
