@@ -57,6 +57,8 @@ impl DispatcherHandle {
 
     /// Refuses new bindings from now on ([`BindError::DispatcherShutDown`]); its threads exit
     /// once the agents bound to it are gone, and are joined when the environment stops.
+    ///
+    /// [`BindError::DispatcherShutDown`]: crate::BindError::DispatcherShutDown
     pub fn shutdown(&self) {
         self.core.shutdown()
     }

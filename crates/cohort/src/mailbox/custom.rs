@@ -163,8 +163,9 @@ impl AnyMessage {
 
     /// Drops the message as undeliverable for `why`: a [`Request`](crate::Request) inside
     /// completes with the matching [`RequestError`](crate::RequestError) (`ReceiverGone` for
-    /// [`DeliveryFailure::NodeDown`], ...), as when the runtime drops one. Counting it is the
-    /// caller's ([`Environment::report_dead_letter`](crate::Environment::report_dead_letter)).
+    /// [`NodeDown`](crate::DeliveryFailure::NodeDown), ...), as when the runtime drops one.
+    /// Counting it is the caller's
+    /// ([`Environment::report_dead_letter`](crate::Environment::report_dead_letter)).
     ///
     /// ```
     /// use cohort::{AnyMessage, CustomMbox, DeliveryFailure, Mbox, RequestError};

@@ -194,13 +194,15 @@ impl Coop {
         self
     }
 
-    /// `mbox` receives [`CoopRegistered`] once this cooperation is registered.
+    /// `mbox` receives [`CoopRegistered`](crate::CoopRegistered) once this cooperation is
+    /// registered.
     pub fn notify_registered(&mut self, mbox: Mbox) -> &mut Self {
         self.extras.notify_registered.push(mbox);
         self
     }
 
-    /// `mbox` receives [`CoopDeregistered`] once this cooperation is fully gone.
+    /// `mbox` receives [`CoopDeregistered`](crate::CoopDeregistered) once this cooperation is
+    /// fully gone.
     pub fn notify_deregistered(&mut self, mbox: Mbox) -> &mut Self {
         self.extras.notify_deregistered.push(mbox);
         self

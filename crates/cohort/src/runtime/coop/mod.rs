@@ -34,7 +34,8 @@ pub enum DeregReason {
     Shutdown,
     /// Its parent cooperation is deregistering.
     Parent,
-    /// One of its agents panicked (reaction [`PanicReaction::DeregisterCoop`]).
+    /// One of its agents panicked (reaction
+    /// [`PanicReaction::DeregisterCoop`](crate::PanicReaction::DeregisterCoop)).
     Panic,
     /// An application-defined code.
     User(u32),
