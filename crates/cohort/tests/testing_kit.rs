@@ -6,6 +6,7 @@ mod common;
 
 use cohort::testing::{TestEnv, TestError};
 use cohort::{Agent, Context, DefineError, DeregReason, Mbox};
+use common::echo::Echo;
 use common::{TIMEOUT, watchdog};
 use std::time::Duration;
 
@@ -19,15 +20,9 @@ struct Quit;
 
 /// Answers each `Ping(n)` with a `Pong(n)` to `reply_to`; deregisters its cooperation on
 /// `Quit`.
-struct Echo {
-    reply_to: Mbox,
-}
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, p: &Ping, _| me.reply_to.send(Pong(p.0)))?;
-        ctx.on(|_, _: &Quit, ctx| ctx.deregister_coop(DeregReason::Normal))?;
-        Ok(())
-    }
+fn echo_to(reply_to: Mbox) -> Echo<Ping> {
+    Echo::to_mbox(reply_to, |p: &Ping| Pong(p.0))
+        .also(|ctx| ctx.on(|_, _: &Quit, ctx| ctx.deregister_coop(DeregReason::Normal)))
 }
 
 #[test]
@@ -36,9 +31,7 @@ fn steps_run_one_demand_each_and_probes_collect_replies() {
         let t = TestEnv::new();
         let replies = t.probe::<Pong>().unwrap();
         let mut coop = t.new_coop();
-        let echo = coop.add(Echo {
-            reply_to: replies.mbox(),
-        });
+        let echo = coop.add(echo_to(replies.mbox()));
         t.register(coop).unwrap();
         t.run_until_quiet().unwrap();
         assert!(!t.step(), "quiet: nothing to step");
@@ -231,9 +224,7 @@ fn waiting_for_a_cooperation_gone_or_alive_never_blocks() {
         let t = TestEnv::new();
         let sink = t.probe::<Pong>().unwrap();
         let mut coop = t.new_coop();
-        let echo = coop.add(Echo {
-            reply_to: sink.mbox(),
-        });
+        let echo = coop.add(echo_to(sink.mbox()));
         let handle = t.register(coop).unwrap();
         t.run_until_quiet().unwrap();
         match t.wait_gone(&handle) {
@@ -282,7 +273,7 @@ fn a_timer_scheduled_from_another_thread_fires_only_when_the_test_advances() {
     });
 }
 
-/// Registers a child cooperation with an `Echo` replying to `reply_to` when it starts.
+/// Registers a child cooperation with an `echo_to` replying to `reply_to` when it starts.
 struct Parent {
     reply_to: Mbox,
     child: Option<Mbox>,
@@ -296,9 +287,7 @@ impl Agent for Parent {
     }
     fn start(&mut self, ctx: &mut Context<'_, Self>) {
         let mut coop = ctx.new_child_coop();
-        let echo = coop.add(Echo {
-            reply_to: self.reply_to.clone(),
-        });
+        let echo = coop.add(echo_to(self.reply_to.clone()));
         self.child = Some(echo.mbox());
         ctx.register_coop(coop).expect("the child registers");
     }

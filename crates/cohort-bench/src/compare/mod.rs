@@ -2,8 +2,9 @@
 //! CAF, Proto.Actor; their ports live in peers/), in one run on one machine; the remote rows
 //! (two processes on loopback) on cohort and the peers with a remote port.
 //!
-//! It builds what is missing (the Rust peers with cargo, the CAF port with cmake when
-//! libcaf-dev is installed, the Proto.Actor port with `go build` when Go is), then runs, per scenario, every framework once per round, in turn
+//! It builds what is missing with peers/build.sh (the Rust peers with cargo, the CAF port with
+//! cmake when libcaf-dev is installed, the Proto.Actor port with `go build` when Go is; only
+//! that with `--build-only`), then runs, per scenario, every framework once per round, in turn
 //! (cohort actix kameo ractor caf, cohort actix ...), each run a fresh process, and prints per
 //! scenario each framework's median, min-max and ratio to cohort. A peer that is not installed
 //! is reported as skipped with the command that installs it; one that fails to build, crashes,
@@ -60,10 +61,29 @@ pub struct CompareArgs {
     /// `async-ask` or `ping-pong,skynet`; default: every scenario).
     #[arg(long, value_delimiter = ',', value_name = "PREFIX")]
     scenarios: Vec<String>,
+    /// Only build the selected peers, as a comparison would (skipping those not installed),
+    /// print one line per peer (built, skipped or failed) and exit: status 1 when a build
+    /// failed (with --strict, also when a peer was skipped), else 0.
+    #[arg(long, conflicts_with_all = ["quick", "tiny", "chart", "scenarios"])]
+    build_only: bool,
 }
 
 /// Runs the comparison, prints it, returns the process's exit status.
 pub fn run(args: &CompareArgs, runs: Option<usize>, format: Format, machine: &Machine) -> i32 {
+    let dir = args
+        .peers_dir
+        .clone()
+        .unwrap_or_else(peers::default_peers_dir);
+    if args.build_only {
+        let (lines, status) = build_report(
+            &peers::frameworks(&dir, args.peer_profile, &args.only),
+            args.strict,
+        );
+        for line in lines {
+            println!("{line}");
+        }
+        return status;
+    }
     let size = if args.tiny {
         Size::Tiny
     } else if args.quick {
@@ -92,10 +112,6 @@ pub fn run(args: &CompareArgs, runs: Option<usize>, format: Format, machine: &Ma
         );
         return 2;
     }
-    let dir = args
-        .peers_dir
-        .clone()
-        .unwrap_or_else(peers::default_peers_dir);
     let frameworks = peers::frameworks(&dir, args.peer_profile, &args.only);
     let mut cases = plan::cases(size);
     cases.extend(remote::cases(size));
@@ -140,6 +156,30 @@ pub fn run(args: &CompareArgs, runs: Option<usize>, format: Format, machine: &Ma
     } else {
         0
     }
+}
+
+/// `--build-only`'s lines, one per peer (cohort, this binary, is never built), and its exit
+/// status: 1 when a peer failed to build, or with `strict` was skipped; else 0.
+fn build_report(frameworks: &[peers::Framework], strict: bool) -> (Vec<String>, i32) {
+    let mut status = 0;
+    let lines = frameworks
+        .iter()
+        .filter(|f| f.name != "cohort")
+        .map(|f| match &f.status {
+            Availability::Ready { .. } => format!("{}: built", f.name),
+            Availability::Skipped(why) => {
+                if strict {
+                    status = 1;
+                }
+                format!("{}: skipped: {why}", f.name)
+            }
+            Availability::Failed(why) => {
+                status = 1;
+                format!("{}: failed: {why}", f.name)
+            }
+        })
+        .collect();
+    (lines, status)
 }
 
 /// Whether `framework` runs `case` (the remote and ask rows have ports on some peers only).
@@ -231,4 +271,73 @@ fn measure(
     }
     bar.finish_and_clear();
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> Result<CompareArgs, clap::Error> {
+        let cli = Cli::try_parse_from(["cohort-bench", "compare"].iter().chain(args))?;
+        match cli.command {
+            Command::Compare(a) => Ok(a),
+            _ => unreachable!("the compare subcommand"),
+        }
+    }
+
+    #[test]
+    fn build_only_takes_the_peer_selection_and_refuses_run_flags() {
+        let a = parse(&[
+            "--build-only",
+            "--only",
+            "caf,pekko",
+            "--peer-profile",
+            "ci",
+        ])
+        .unwrap();
+        assert!(a.build_only);
+        assert_eq!(a.only, ["caf", "pekko"]);
+        assert_eq!(a.peer_profile, PeerProfile::Ci);
+        assert!(!parse(&[]).unwrap().build_only);
+        for run_flag in [
+            &["--tiny"][..],
+            &["--quick"],
+            &["--chart", "c.svg"],
+            &["--scenarios", "skynet"],
+        ] {
+            let args: Vec<&str> = ["--build-only"].iter().chain(run_flag).copied().collect();
+            let e = parse(&args).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{run_flag:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn build_report_fails_on_a_failed_build_and_with_strict_on_a_skipped_one() {
+        let f = |name, status| peers::Framework { name, status };
+        let ready = || Availability::Ready {
+            program: PathBuf::from("p"),
+            lead: Vec::new(),
+        };
+        let skipped = || Availability::Skipped("not installed".into());
+        let built = [
+            f("cohort", ready()),
+            f("actix", ready()),
+            f("caf", skipped()),
+        ];
+        let (lines, status) = build_report(&built, false);
+        assert_eq!(lines, ["actix: built", "caf: skipped: not installed"]);
+        assert_eq!(status, 0);
+        assert_eq!(build_report(&built, true).1, 1);
+        let failed = [f("kameo", Availability::Failed("build failed".into()))];
+        assert_eq!(
+            build_report(&failed, false),
+            (vec!["kameo: failed: build failed".to_string()], 1)
+        );
+    }
 }

@@ -76,6 +76,12 @@ pub(super) fn run_build(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
+/// Runs `peers/build.sh` (under `dir`) with `args`: the ports' build commands live in that
+/// script, which CI's background build runs too.
+pub(super) fn build_script(dir: &Path, args: &[&str]) -> Result<(), String> {
+    run_build(Command::new("bash").arg(dir.join("build.sh")).args(args))
+}
+
 /// Builds the Rust peers (a no-op when up to date) and returns one entry per framework.
 fn rust_peers(dir: &Path, profile: PeerProfile) -> Vec<Framework> {
     let manifest = dir.join("rust/Cargo.toml");
@@ -92,12 +98,7 @@ fn rust_peers(dir: &Path, profile: PeerProfile) -> Vec<Framework> {
         profile.name(),
         manifest.display()
     );
-    let built = run_build(
-        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--profile", profile.name(), "--manifest-path"])
-            .arg(&manifest)
-            .env_remove("RUSTFLAGS"),
-    );
+    let built = build_script(dir, &["rust", profile.name()]);
     RUST_PEERS
         .map(|name| {
             let program = dir
@@ -129,29 +130,25 @@ fn caf(dir: &Path) -> Framework {
     let has_cmake = Command::new("cmake").arg("--version").output().is_ok();
     if !has_caf || !has_cmake {
         let missing = if has_caf { "cmake" } else { "libcaf-dev" };
-        return Framework {
-            name,
-            status: Availability::Skipped(format!(
-                "{missing} is not installed; install it with: {}",
-                caf_install_hint(dir)
-            )),
-        };
+        return not_installed(name, missing, caf_install_hint(dir));
     }
-    let (src, build) = (dir.join("caf"), dir.join("caf/build"));
+    let build = dir.join("caf/build");
     eprintln!(
         "compare: building the CAF port (cmake, {})",
         build.display()
     );
-    let built = run_build(
-        Command::new("cmake")
-            .arg("-S")
-            .arg(&src)
-            .arg("-B")
-            .arg(&build)
-            .arg("-DCMAKE_BUILD_TYPE=Release"),
-    )
-    .and_then(|()| run_build(Command::new("cmake").arg("--build").arg(&build)));
+    let built = build_script(dir, &["caf"]);
     built_framework(name, build.join("peer-caf"), built)
+}
+
+/// A peer skipped because `missing` is not installed here, with the command that installs it.
+pub(super) fn not_installed(name: &'static str, missing: &str, install: String) -> Framework {
+    Framework {
+        name,
+        status: Availability::Skipped(format!(
+            "{missing} is not installed; install it with: {install}"
+        )),
+    }
 }
 
 /// A peer whose build gave `built`: ready to run `program`, or failed with the build's error.

@@ -1,7 +1,7 @@
 //! The Apache Pekko peer (peers/pekko, a Maven project): built into one runnable jar when a JDK
 //! and Maven are installed, run as `java <JVM_FLAGS> -jar peer-pekko.jar <scenario> ...`.
 
-use super::peers::{Availability, Framework, run_build};
+use super::peers::{Availability, Framework, build_script, not_installed};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
@@ -49,23 +49,13 @@ fn stale(src: &Path, jar: &Path) -> bool {
     }
 }
 
-/// Builds the jar where needed (offline first: the local repository usually has every
-/// dependency after the first build; online when it lacks one).
-fn build(src: &Path) -> Result<(), String> {
-    let mvn = |offline: bool| {
-        let mut c = Command::new("mvn");
-        c.args(["-B", "-q"]);
-        if offline {
-            c.arg("-o");
-        }
-        c.args(["package", "-f"]).arg(src.join("pom.xml"));
-        c
-    };
+/// Builds the jar (Maven, offline first: `peers/build.sh pekko`).
+fn build(dir: &Path) -> Result<(), String> {
     eprintln!(
         "compare: building the Pekko port (mvn -B -q package -f {})",
-        src.join("pom.xml").display()
+        dir.join("pekko/pom.xml").display()
     );
-    run_build(&mut mvn(true)).or_else(|_| run_build(&mut mvn(false)))
+    build_script(dir, &["pekko"])
 }
 
 /// The Pekko port, built when stale, or why it cannot run.
@@ -77,18 +67,12 @@ pub fn framework(dir: &Path) -> Framework {
         (true, false) => Some("Maven (mvn)"),
     };
     if let Some(m) = missing {
-        return Framework {
-            name,
-            status: Availability::Skipped(format!(
-                "{m} is not installed; install it with: {}",
-                install_hint(dir)
-            )),
-        };
+        return not_installed(name, m, install_hint(dir));
     }
     let src = dir.join("pekko");
     let jar: PathBuf = src.join("target/peer-pekko.jar");
     let built = if stale(&src, &jar) {
-        build(&src)
+        build(dir)
     } else {
         Ok(())
     };

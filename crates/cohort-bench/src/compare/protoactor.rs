@@ -1,7 +1,7 @@
 //! The Proto.Actor (Go) port: built with the Go toolchain when `go` is installed, else
 //! reported as skipped with the command that installs it.
 
-use super::peers::{Availability, Framework, built_framework, run_build};
+use super::peers::{Framework, build_script, built_framework, not_installed};
 use std::path::Path;
 use std::process::Command;
 
@@ -14,13 +14,7 @@ pub fn install_hint(dir: &Path) -> String {
 pub fn framework(dir: &Path) -> Framework {
     let name = "protoactor";
     if Command::new("go").arg("version").output().is_err() {
-        return Framework {
-            name,
-            status: Availability::Skipped(format!(
-                "go is not installed; install it with: {}",
-                install_hint(dir)
-            )),
-        };
+        return not_installed(name, "go", install_hint(dir));
     }
     let src = dir.join("protoactor");
     let program = src.join("build/peer-protoactor");
@@ -28,12 +22,6 @@ pub fn framework(dir: &Path) -> Framework {
         "compare: building the Proto.Actor port (go build, {})",
         src.display()
     );
-    let built = run_build(
-        Command::new("go")
-            .args(["build", "-o"])
-            .arg(&program)
-            .arg(".")
-            .current_dir(&src),
-    );
+    let built = build_script(dir, &["protoactor"]);
     built_framework(name, program, built)
 }

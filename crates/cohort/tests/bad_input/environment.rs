@@ -9,7 +9,7 @@ use cohort::{
 };
 use common::dispatchers::{self, Kind};
 use common::{Counter, DeadLetters, TIMEOUT, watchdog};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy)]
@@ -18,32 +18,8 @@ struct Ping;
 #[derive(Debug, Clone, Copy)]
 struct Unhandled;
 
-/// Answers pings; counts its `start`.
-struct Echo {
-    tx: Sender<()>,
-    started: Counter,
-}
-
-impl Echo {
-    fn new(tx: Sender<()>) -> Self {
-        Self {
-            tx,
-            started: Counter::new(),
-        }
-    }
-}
-
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Ping, _: &mut Context<'_, Self>| {
-            let _ = me.tx.send(());
-        })?;
-        Ok(())
-    }
-    fn start(&mut self, _: &mut Context<'_, Self>) {
-        self.started.inc();
-    }
-}
+/// Answers pings on a channel.
+type Echo = common::echo::Echo<Ping>;
 
 #[test]
 fn empty_coop_is_refused() {
@@ -69,11 +45,13 @@ fn bind_to_shut_dispatcher(kind: Kind) {
     shut.shutdown();
 
     let (tx, _rx) = mpsc::channel();
-    let first = Echo::new(tx.clone());
-    let started = first.started.clone();
+    let started = Counter::new();
     let mut coop = env.new_coop();
-    coop.add(first);
-    coop.add_with_binder(Echo::new(tx), shut.binder.clone());
+    coop.add(Echo::signal(tx.clone()).counting_starts(&started));
+    coop.add_with_binder(
+        Echo::signal(tx).counting_starts(&started),
+        shut.binder.clone(),
+    );
     match env.register_coop(coop) {
         Err(RegisterError::Bind {
             agent,
@@ -98,7 +76,7 @@ fn bind_to_shut_dispatcher(kind: Kind) {
     // works, and stops (a binding left behind would keep the default worker alive forever).
     let (tx, rx) = mpsc::channel();
     let mut coop = env.new_coop();
-    let echo = coop.add(Echo::new(tx)).mbox();
+    let echo = coop.add(Echo::signal(tx)).mbox();
     env.register_coop(coop).unwrap();
     echo.send(Ping);
     common::recv(&rx, "a reply on the default dispatcher");
@@ -183,7 +161,7 @@ fn sending_to_a_gone_agent_is_a_counted_dead_letter() {
         let env = builder.start().unwrap();
         let (tx, rx) = mpsc::channel();
         let mut coop = env.new_coop();
-        let echo = coop.add(Echo::new(tx)).mbox();
+        let echo = coop.add(Echo::signal(tx)).mbox();
         env.register_coop(coop).unwrap();
         echo.send(Ping);
         common::recv(&rx, "a reply before the stop");
@@ -211,7 +189,7 @@ fn message_without_handler_is_a_counted_dead_letter() {
         let env = builder.start().unwrap();
         let (tx, rx) = mpsc::channel();
         let mut coop = env.new_coop();
-        let echo = coop.add(Echo::new(tx)).mbox();
+        let echo = coop.add(Echo::signal(tx)).mbox();
         env.register_coop(coop).unwrap();
         echo.send(Unhandled);
         echo.send(Ping);
@@ -236,7 +214,7 @@ fn sending_to_an_unregistered_agent_is_a_counted_dead_letter() {
         let env = builder.start().unwrap();
         let (tx, rx) = mpsc::channel();
         let mut coop = env.new_coop();
-        let echo = coop.add(Echo::new(tx)).mbox();
+        let echo = coop.add(Echo::signal(tx)).mbox();
         echo.send(Ping);
         assert_eq!(dead.of::<Ping>(), vec![DeliveryFailure::NotRegistered]);
         env.register_coop(coop).unwrap();
@@ -371,7 +349,7 @@ fn a_panicking_dead_letter_hook_is_counted_and_survived() {
         // Found by a worker (no handler): the worker must survive it.
         let (tx, rx) = mpsc::channel();
         let mut coop = env.new_coop();
-        let echo = coop.add(Echo::new(tx)).mbox();
+        let echo = coop.add(Echo::signal(tx)).mbox();
         env.register_coop(coop).unwrap();
         echo.send(Unhandled);
         echo.send(Ping);

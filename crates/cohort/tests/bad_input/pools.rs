@@ -6,12 +6,13 @@ use crate::common;
 
 use cohort::dispatcher::{Fifo, PoolBindParams, PoolHandle};
 use cohort::{
-    AdvThreadPoolBuilder, Agent, BindError, Context, DefineError, DispatcherError, Environment,
-    RegisterError, ThreadPoolBuilder, WorkStealingBuilder,
+    AdvThreadPoolBuilder, BindError, DispatcherError, Environment, RegisterError,
+    ThreadPoolBuilder, WorkStealingBuilder,
 };
 use common::dispatchers::PoolKind;
+use common::echo::Echo;
 use common::{Idle, TIMEOUT, threads_named, watchdog};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::time::Duration;
 
 /// Builds a pool of `kind` with `threads` workers, returning the builder's result.
@@ -133,7 +134,9 @@ fn binding_to_a_shut_down_pool_fails_and_undoes_the_registration() {
             // An agent bound before the shutdown keeps working.
             let (tx, ticks) = mpsc::channel();
             let mut coop = env.new_coop();
-            let before = coop.add_with_binder(Echo { tx }, early.clone()).mbox();
+            let before = coop
+                .add_with_binder(Echo::<Tick>::signal(tx), early.clone())
+                .mbox();
             env.register_coop(coop).unwrap();
             pool.shutdown();
 
@@ -167,20 +170,6 @@ fn binding_to_a_shut_down_pool_fails_and_undoes_the_registration() {
 
 #[derive(Debug, Clone, Copy)]
 struct Tick;
-
-/// Echoes every `Tick` to the test.
-struct Echo {
-    tx: Sender<()>,
-}
-
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Tick, _: &mut Context<'_, Self>| {
-            let _ = me.tx.send(());
-        })?;
-        Ok(())
-    }
-}
 
 #[test]
 fn creating_a_pool_after_stop_fails() {

@@ -1,11 +1,12 @@
 //! Helpers shared by the integration tests: a watchdog for every test that starts threads,
-//! probes that forward messages from agents to the test thread, counters, and a dead-letter
-//! recorder.
+//! probes that forward messages from agents to the test thread, an echo agent, counters, and
+//! a dead-letter recorder.
 //!
 //! Each test binary uses a different subset, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 pub mod dispatchers;
+pub mod echo;
 pub mod order;
 pub mod self_feeder;
 

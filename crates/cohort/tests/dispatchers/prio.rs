@@ -4,6 +4,7 @@ use crate::common;
 
 use cohort::dispatcher::Priority;
 use cohort::{Agent, Binder, Context, DefineError, PrioOneThreadBuilder};
+use common::echo::Echo;
 use common::{Gate, TIMEOUT, watchdog};
 use std::sync::mpsc::{self, Sender};
 
@@ -319,17 +320,8 @@ fn finish_runs_after_the_pending_messages_of_every_priority() {
 }
 
 /// Answers `Item` with its number.
-struct Echo {
-    tx: Sender<u32>,
-}
-
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, m: &Item, _: &mut Context<'_, Self>| {
-            let _ = me.tx.send(m.0);
-        })?;
-        Ok(())
-    }
+fn echo(tx: Sender<u32>) -> Echo<Item> {
+    Echo::map(tx, |m| m.0)
 }
 
 /// Binding to a `prio_one_thread` that was shut down fails with a typed error that names it,
@@ -345,14 +337,14 @@ fn binding_after_shutdown_is_refused_and_bound_agents_keep_working() {
         let (tx, echoed) = mpsc::channel();
         let mut coop = env.new_coop();
         let before = coop
-            .add_with_binder(Echo { tx }, disp.priority_binder(Priority::P2))
+            .add_with_binder(echo(tx), disp.priority_binder(Priority::P2))
             .mbox();
         env.register_coop(coop).unwrap();
         disp.shutdown();
         for binder in [disp.binder(), disp.priority_binder(Priority::P5)] {
             let (tx, _) = mpsc::channel();
             let mut coop = env.new_coop();
-            coop.add_with_binder(Echo { tx }, binder);
+            coop.add_with_binder(echo(tx), binder);
             match env.register_coop(coop) {
                 Err(cohort::RegisterError::Bind {
                     source: cohort::BindError::DispatcherShutDown { name },
@@ -388,7 +380,7 @@ fn statistics_count_the_events_of_every_priority_on_one_worker() {
         let mboxes: Vec<_> = [Priority::P0, Priority::P6]
             .into_iter()
             .map(|p| {
-                coop.add_with_binder(Echo { tx: tx.clone() }, disp.priority_binder(p))
+                coop.add_with_binder(echo(tx.clone()), disp.priority_binder(p))
                     .mbox()
             })
             .collect();

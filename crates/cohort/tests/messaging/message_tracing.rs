@@ -8,7 +8,7 @@ use cohort::{
     TraceStep,
 };
 use common::{Idle, TIMEOUT, recv, watchdog};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,20 +17,8 @@ struct Ping(u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Other;
 
-/// Reports each `Ping` it handles (after the tracer saw it handled).
-struct Echo {
-    out: Sender<u32>,
-}
-
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, p: &Ping, _: &mut Context<'_, Self>| {
-            let _ = me.out.send(p.0);
-        })?;
-        ctx.on(|_: &mut Self, _: &Other, _: &mut Context<'_, Self>| {})?;
-        Ok(())
-    }
-}
+/// Reports each `Ping` it handles (after the tracer saw it handled); handles `Other` silently.
+type Echo = common::echo::Echo<Ping>;
 
 /// A recorded event: step, message type, mailbox, agent.
 type Recorded = (
@@ -67,7 +55,9 @@ fn with_echo(
     let env = builder.start().unwrap();
     let (tx, rx) = mpsc::channel();
     let mut coop = env.new_coop();
-    let echo = coop.add(Echo { out: tx }).mbox();
+    let echo = coop
+        .add(Echo::map(tx, |p| p.0).also(|ctx| ctx.on(|_, _: &Other, _| {})))
+        .mbox();
     env.register_coop(coop).unwrap();
     (env, echo, rx)
 }

@@ -6,6 +6,7 @@ use crate::common;
 
 use cohort::{ActiveObjBuilder, Agent, Context, DefineError, DeliveryFailure, Environment, Mbox};
 use common::dispatchers::{self, Kind};
+use common::echo::Echo;
 use common::{Counter, DeadLetters, TIMEOUT, gate, watchdog};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -162,7 +163,7 @@ fn dead_letters_are_dropped_once() {
         // No handler: rejected by the worker. A token handled after them shows they are done.
         let (tx, rx) = mpsc::channel();
         let mut coop = env.new_coop();
-        let echo = coop.add(Echo { tx }).mbox();
+        let echo = coop.add(Echo::<Token>::signal(tx)).mbox();
         env.register_coop(coop).unwrap();
         echo.send(Stray {
             _token: Token::new(2, &log),
@@ -194,20 +195,6 @@ fn dead_letters_are_dropped_once() {
         drop((consumer, echo));
         log.assert_dropped_once(0..8);
     });
-}
-
-/// Replies to immutable tokens.
-struct Echo {
-    tx: Sender<()>,
-}
-
-impl Agent for Echo {
-    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|me: &mut Self, _: &Token, _: &mut Context<'_, Self>| {
-            let _ = me.tx.send(());
-        })?;
-        Ok(())
-    }
 }
 
 /// A consumer blocked in a handler while messages pile up behind it and the environment

@@ -184,7 +184,7 @@ fn start_without_autoshutdown_keeps_running_after_the_last_coop() {
         // Still fully usable.
         let (tx, rx) = mpsc::channel();
         let mut coop = env.new_coop();
-        let echo = coop.add(Echo { tx }).mbox();
+        let echo = coop.add(Echo::signal(tx)).mbox();
         let handle = env.register_coop(coop).unwrap();
         echo.send(Ping);
         common::recv(

@@ -157,7 +157,7 @@ fn a_child_deregistered_alone_leaves_its_parent_running() {
         let env = cohort::Environment::builder().start().unwrap();
         let (tx, rx) = mpsc::channel();
         let mut coop = env.new_coop();
-        let parent_mbox: Mbox = coop.add(Echo { tx }).mbox();
+        let parent_mbox: Mbox = coop.add(Echo::signal(tx)).mbox();
         let parent = env.register_coop(coop).unwrap();
 
         let mut coop = env.new_coop();

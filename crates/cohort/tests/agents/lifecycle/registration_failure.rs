@@ -195,8 +195,10 @@ fn failing_coop(failure: Failure) {
     // half-started): a new coop on both runs and handles messages.
     let (tx, rx) = mpsc::channel();
     let mut coop = env.new_coop();
-    coop.add(Echo { tx: tx.clone() });
-    let echo_ao = coop.add_with_binder(Echo { tx }, active.binder()).mbox();
+    coop.add(Echo::signal(tx.clone()));
+    let echo_ao = coop
+        .add_with_binder(Echo::signal(tx), active.binder())
+        .mbox();
     env.register_coop(coop).unwrap();
     echo_ao.send(Ping);
     common::recv(&rx, "a ping through the active_obj dispatcher");
