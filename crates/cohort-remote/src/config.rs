@@ -134,6 +134,7 @@ pub struct NodeConfig {
     pub(crate) max_declarations: u32,
     pub(crate) max_connections: usize,
     pub(crate) handshakes_per_second: u32,
+    pub(crate) idle_frames_per_second: u32,
 }
 
 impl NodeConfig {
@@ -161,6 +162,7 @@ impl NodeConfig {
             max_declarations: defaults::MAX_DECLARATIONS,
             max_connections: defaults::MAX_CONNECTIONS,
             handshakes_per_second: defaults::HANDSHAKES_PER_SECOND,
+            idle_frames_per_second: defaults::IDLE_FRAMES_PER_SECOND,
         }
     }
 
@@ -336,6 +338,17 @@ impl NodeConfig {
         self
     }
 
+    /// Idle frames a connection may send per second, with a burst of as many
+    /// ([`IDLE_FRAMES_PER_SECOND`](defaults::IDLE_FRAMES_PER_SECOND)): frames that hand
+    /// nothing to a local mailbox (heartbeats, `Ack`s with nothing new, messages refused or
+    /// undeliverable here). Over it, the connection's reader pauses until the budget refills
+    /// (counted in [`NodeStats::idle_pauses`](crate::NodeStats::idle_pauses)); nothing is
+    /// dropped.
+    pub fn idle_frames_per_second(mut self, frames: u32) -> Self {
+        self.idle_frames_per_second = frames;
+        self
+    }
+
     /// Checks every setting; [`Node::start`](crate::Node::start) calls it.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.name.is_empty() || self.name.len() > defaults::MAX_NAME_BYTES {
@@ -367,6 +380,9 @@ impl NodeConfig {
         }
         if self.handshakes_per_second == 0 {
             return Err(ConfigError::Zero("handshakes_per_second"));
+        }
+        if self.idle_frames_per_second == 0 {
+            return Err(ConfigError::Zero("idle_frames_per_second"));
         }
         if self.phi.threshold.is_nan() || self.phi.threshold <= 0.0 {
             return Err(ConfigError::BadPhiThreshold(self.phi.threshold));

@@ -147,6 +147,16 @@ pub const MAX_CONNECTIONS: usize = 1024;
 /// [`NodeConfig::handshakes_per_second`](crate::NodeConfig::handshakes_per_second) changes it.
 pub const HANDSHAKES_PER_SECOND: u32 = 64;
 
+/// Idle frames a connection may send per second (a burst of as many is allowed): 16,384.
+/// Idle frames hand nothing to a local mailbox: heartbeats, `Ack`s with nothing new,
+/// messages refused or undeliverable here. A well-behaved peer sends a heartbeat a second
+/// and its dead letters only as fast as its senders make mistakes, so it never comes near;
+/// a peer flooding them makes its reader pause (`NodeStats::idle_pauses`) and its socket
+/// fill, so the flood costs the node little more than this many frames a second.
+/// [`NodeConfig::idle_frames_per_second`](crate::NodeConfig::idle_frames_per_second)
+/// changes it.
+pub const IDLE_FRAMES_PER_SECOND: u32 = 16_384;
+
 /// Source addresses whose handshake rate a node remembers: 4,096. Beyond that, addresses
 /// not seen for [`SOURCE_FORGET_AFTER`] are forgotten; if none is, a new address is refused
 /// as over its rate, so the table stays bounded under a flood from many addresses.

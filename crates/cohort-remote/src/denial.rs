@@ -96,8 +96,10 @@ impl Denials {
     }
 
     /// The peer acknowledged `acked` of this side's messages: the refusals it reported
-    /// before that `Ack` are covered by it, and counted at the end of the turn.
-    pub(crate) fn covered(&mut self, acked: u64) -> Result<(), ProtocolError> {
+    /// before that `Ack` are covered by it, and counted at the end of the turn. Whether it
+    /// covered any.
+    pub(crate) fn covered(&mut self, acked: u64) -> Result<bool, ProtocolError> {
+        let any = !self.pending.is_empty();
         for (ty, count) in self.pending.drain(..) {
             self.total = self.total.saturating_add(count);
             if self.total > acked {
@@ -110,7 +112,7 @@ impl Denials {
                 None => self.ready.push((ty, count)),
             }
         }
-        Ok(())
+        Ok(any)
     }
 
     /// Hands the refusals of a turn to the writer (before the turn's messages are

@@ -343,7 +343,7 @@ impl Fed {
         node: &std::sync::Arc<crate::node::NodeShared>,
         chunks: impl Iterator<Item = &'a [u8]>,
     ) -> Fed {
-        let mut inbound = Inbound::new("fuzz-peer");
+        let mut inbound = Inbound::new("fuzz-peer", node.config.idle_frames_per_second);
         let mut detector = PhiAccrual::new(node.config.phi, Instant::now());
         let mut buf = Vec::new();
         let mut fed = Fed {
@@ -362,6 +362,7 @@ impl Fed {
                     bye,
                     error,
                     more,
+                    paused,
                 } = decode_turn(node, &mut inbound, &mut detector, &buf);
                 // What the reader hands to the writer and counts after a turn.
                 inbound.denials.forget_turn();
@@ -373,7 +374,8 @@ impl Fed {
                     return fed;
                 }
                 buf.drain(..consumed);
-                if !more {
+                // A paused reader acts on the rest after its pause: here, at once.
+                if !more && !paused {
                     break;
                 }
             }

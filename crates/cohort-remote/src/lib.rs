@@ -96,6 +96,7 @@ pub mod frame;
 pub mod fuzzing;
 mod guard;
 mod handshake;
+mod idle_frames;
 mod mbox_ref;
 #[doc(hidden)]
 pub mod netns;

@@ -7,6 +7,7 @@ use crate::defaults::ACK_EVERY;
 use crate::denial::Denials;
 use crate::frame::{self, Frame, FrameError};
 use crate::guard::{Admission, Warnings};
+use crate::idle_frames::IdleFrames;
 use crate::node::NodeShared;
 use crate::peer::PeerShared;
 use crate::phi::PhiAccrual;
@@ -57,10 +58,13 @@ pub(crate) struct Inbound {
     pub(crate) denials: Denials,
     /// This connection's warning budget.
     pub(crate) warnings: Warnings,
+    /// This connection's budget of frames that hand nothing over.
+    idle: IdleFrames,
 }
 
 impl Inbound {
-    pub(crate) fn new(peer: &str) -> Self {
+    /// `idle_rate`: [`NodeConfig::idle_frames_per_second`](crate::NodeConfig::idle_frames_per_second).
+    pub(crate) fn new(peer: &str, idle_rate: u32) -> Self {
         Self {
             peer: peer.into(),
             types: Vec::new(),
@@ -70,8 +74,23 @@ impl Inbound {
             acked: 0,
             denials: Denials::default(),
             warnings: Warnings::new(),
+            idle: IdleFrames::new(idle_rate, Instant::now()),
         }
     }
+}
+
+/// What acting on one frame did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handled {
+    /// A message handed to a local mailbox (or refused there by the runtime, which counts it).
+    Delivered,
+    /// Nothing handed over: a heartbeat, an `Ack` with nothing new, a message refused or
+    /// undeliverable here (counted). These spend the connection's idle budget.
+    Idle,
+    /// Any other frame (declarations, a new `Ack`, `Denied`).
+    Other,
+    /// The peer said `Bye`.
+    Bye,
 }
 
 /// A reason to close the connection.
@@ -146,13 +165,13 @@ macro_rules! warn_limited {
     };
 }
 
-/// Acts on one frame; `Ok(false)` when the peer said Bye.
+/// Acts on one frame.
 fn handle(
     node: &NodeShared,
     inbound: &mut Inbound,
     heartbeats: &mut u64,
     f: Frame<'_>,
-) -> Result<bool, ProtocolError> {
+) -> Result<Handled, ProtocolError> {
     match f {
         Frame::Message { mbox, ty, payload } => {
             let entry = match inbound.types.get(ty as usize) {
@@ -171,7 +190,7 @@ fn handle(
                 Counters::add(&node.counters.access_refused, 1);
                 warn_limited!(node, inbound, mailbox = %slot.name,
                     "message refused: the mailbox is not exported to this peer (Access)");
-                return Ok(true);
+                return Ok(Handled::Idle);
             }
             let entry = match entry {
                 Ok(entry) => node.registry.entry(entry),
@@ -180,7 +199,7 @@ fn handle(
                         declared,
                         DeliveryFailure::NotRegisteredForRemote,
                     );
-                    return Ok(true);
+                    return Ok(Handled::Idle);
                 }
             };
             let Target::Mbox(target) = &slot.target else {
@@ -192,18 +211,20 @@ fn handle(
                 {
                     msg.discard(DeliveryFailure::NotExported);
                 }
-                return Ok(true);
+                return Ok(Handled::Idle);
             };
             match (entry.decode)(payload) {
                 Ok(msg) => {
                     // A refusal here is counted by the runtime itself.
                     let _ = msg.forward(target);
+                    Ok(Handled::Delivered)
                 }
                 Err(e) => {
                     warn_limited!(node, inbound, message_type = entry.type_name, error = %e,
                         "message did not decode");
                     node.env
                         .report_dead_letter(entry.type_name, DeliveryFailure::RemoteCodec);
+                    Ok(Handled::Idle)
                 }
             }
         }
@@ -221,6 +242,7 @@ fn handle(
                     "peer declared a type this node has not registered; its messages will be dead letters"
                 );
             }
+            Ok(Handled::Other)
         }
         Frame::DeclareMbox { id, name } => {
             let (target, generation) = node.resolve(name, &inbound.peer);
@@ -231,22 +253,34 @@ fn handle(
             };
             let max = node.config.max_declarations;
             declare(&mut inbound.mboxes, &mut inbound.declared.1, max, id, slot)?;
+            Ok(Handled::Other)
         }
-        Frame::Heartbeat => *heartbeats += 1,
+        Frame::Heartbeat => {
+            *heartbeats += 1;
+            Ok(Handled::Idle)
+        }
         Frame::Ack { received } => {
+            // A writer acknowledges what is new, or repeats its count after the refusals it
+            // reports: an Ack that is neither acknowledges nothing.
+            let new = received > inbound.acked;
             inbound.acked = inbound.acked.max(received);
             // The peer's refusals it wrote before this Ack are covered by it: counted now.
-            inbound.denials.covered(inbound.acked)?;
+            let covering = inbound.denials.covered(inbound.acked)?;
+            Ok(if new || covering {
+                Handled::Other
+            } else {
+                Handled::Idle
+            })
         }
         Frame::Denied { ty, count, .. } => {
             inbound.denials.reported(ty, count, node.registry.len())?;
+            Ok(Handled::Other)
         }
-        Frame::Bye => return Ok(false),
-        Frame::Hello { .. } => return Err(ProtocolError::Unexpected("Hello")),
-        Frame::Welcome { .. } => return Err(ProtocolError::Unexpected("Welcome")),
-        Frame::Refuse { .. } => return Err(ProtocolError::Unexpected("Refuse")),
+        Frame::Bye => Ok(Handled::Bye),
+        Frame::Hello { .. } => Err(ProtocolError::Unexpected("Hello")),
+        Frame::Welcome { .. } => Err(ProtocolError::Unexpected("Welcome")),
+        Frame::Refuse { .. } => Err(ProtocolError::Unexpected("Refuse")),
     }
-    Ok(true)
 }
 
 /// What one pass over the receive buffer did.
@@ -262,10 +296,14 @@ pub(crate) struct Turn {
     /// The turn stopped at the read budget ([`NodeConfig::read_budget`](crate::NodeConfig::read_budget)):
     /// complete frames may be left in the buffer.
     pub(crate) more: bool,
+    /// The turn stopped because the peer spent its idle budget
+    /// ([`NodeConfig::idle_frames_per_second`](crate::NodeConfig::idle_frames_per_second)):
+    /// the reader pauses before it acts on more.
+    pub(crate) paused: bool,
 }
 
 /// Acts on the complete frames at the start of `buf`, at most the read budget of them,
-/// stopping at `Bye` or an error.
+/// stopping at `Bye`, an error, or the end of the idle budget.
 pub(crate) fn decode_turn(
     node: &Arc<NodeShared>,
     inbound: &mut Inbound,
@@ -278,6 +316,7 @@ pub(crate) fn decode_turn(
     let mut bye = false;
     let mut err = None;
     let mut frames = 0;
+    let mut paused = false;
     // Counted once per read, not per message (one atomic add on the receive path).
     let mut messages = 0u64;
     // Many heartbeats in one read are one sign of life: the detector hears one.
@@ -291,15 +330,19 @@ pub(crate) fn decode_turn(
                 frames += 1;
                 let message = matches!(f, Frame::Message { .. });
                 match handle(node, inbound, &mut heartbeats, f) {
-                    Ok(true) => {
+                    Ok(Handled::Bye) => {
+                        bye = true;
+                        break;
+                    }
+                    Ok(handled) => {
                         if message {
                             messages += 1;
                             inbound.received += 1;
                         }
-                    }
-                    Ok(false) => {
-                        bye = true;
-                        break;
+                        if handled == Handled::Idle && !inbound.idle.spend() {
+                            paused = true;
+                            break;
+                        }
                     }
                     Err(e) => {
                         err = Some(e);
@@ -324,6 +367,7 @@ pub(crate) fn decode_turn(
         messages,
         bye,
         more: frames >= budget && err.is_none() && !bye,
+        paused,
         error: err,
     }
 }
@@ -340,7 +384,7 @@ pub(crate) async fn reader<R: AsyncRead + Unpin>(
 ) {
     let node = peer.node.clone();
     let mut counted = 0usize;
-    let mut inbound = Inbound::new(&peer.name);
+    let mut inbound = Inbound::new(&peer.name, node.config.idle_frames_per_second);
     let reason = read_loop(&peer, &conn, &mut rd, &mut buf, &mut counted, &mut inbound).await;
     let suppressed = inbound.warnings.take_suppressed();
     if suppressed > 0 {
@@ -381,6 +425,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             bye,
             error: err,
             more,
+            paused,
         } = decode_turn(&node, inbound, &mut detector, buf);
         let had_refusals = inbound.denials.refused_this_turn();
         let err = match inbound.denials.settle(&node, peer, conn) {
@@ -420,6 +465,16 @@ async fn read_loop<R: AsyncRead + Unpin>(
             return None;
         }
         buf.drain(..at);
+        if paused {
+            // Reading nothing meanwhile: the socket fills and the peer's writes wait in its
+            // kernel, so the flood costs neither this thread nor, much, the peer's.
+            Counters::add(&node.counters.idle_pauses, 1);
+            tokio::select! {
+                _ = tokio::time::sleep(inbound.idle.resume_after()) => {}
+                _ = ended.wait_for(|d| *d) => return None,
+            }
+            continue;
+        }
         if more {
             // The budget is spent: the node's other connections get the I/O thread first.
             if conn.dead.load(Ordering::Acquire) {

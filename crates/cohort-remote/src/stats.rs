@@ -24,6 +24,7 @@ pub(crate) struct Counters {
     pub(crate) access_denied: AtomicU64,
     pub(crate) declarations_refused: AtomicU64,
     pub(crate) warnings_suppressed: AtomicU64,
+    pub(crate) idle_pauses: AtomicU64,
     pub(crate) receive_buffer_bytes: AtomicU64,
 }
 
@@ -55,6 +56,7 @@ impl Counters {
             access_denied: g(&self.access_denied),
             declarations_refused: g(&self.declarations_refused),
             warnings_suppressed: g(&self.warnings_suppressed),
+            idle_pauses: g(&self.idle_pauses),
             receive_buffer_bytes: g(&self.receive_buffer_bytes),
             // Filled in by the node, which keeps them.
             connections_open: 0,
@@ -118,6 +120,12 @@ pub struct NodeStats {
     /// Warnings about peers' input not logged because their connection or source address
     /// was over [`WARNINGS_PER_WINDOW`](crate::defaults::WARNINGS_PER_WINDOW).
     pub warnings_suppressed: u64,
+    /// Times a connection's reader paused because its peer sent more idle frames (frames
+    /// that hand nothing to a local mailbox: heartbeats, `Ack`s with nothing new, messages
+    /// refused or undeliverable here) than
+    /// [`NodeConfig::idle_frames_per_second`](crate::NodeConfig::idle_frames_per_second).
+    /// Nothing is dropped: the frames are acted on after the pause.
+    pub idle_pauses: u64,
     /// Bytes the connections' receive buffers hold now (their capacity), all connections
     /// together: at most [`READ_BUFFER_BYTES`](crate::defaults::READ_BUFFER_BYTES) per
     /// connection, or the frame it is receiving when that is longer.

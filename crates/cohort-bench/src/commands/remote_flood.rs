@@ -68,6 +68,7 @@ pub fn records(a: &RemoteFloodArgs, runs: usize, machine: &Machine) -> Vec<Recor
                     ("round_trips_per_s_disturbed", o.disturbed),
                     ("disturbed_to_undisturbed", o.disturbed / o.undisturbed),
                     ("heartbeats_in", s.heartbeats_in as f64),
+                    ("idle_pauses", s.idle_pauses as f64),
                     ("handshakes_rate_limited", s.handshakes_rate_limited as f64),
                     ("connections_refused", s.connections_refused as f64),
                     ("handshakes_refused", s.handshakes_refused as f64),

@@ -1,5 +1,6 @@
 //! One peer or one address cannot cost a node more than its share: a flooding peer does not
-//! stop another peer's traffic, a stalled frame costs its length and is given back, access
+//! stop another peer's traffic, a peer over its idle budget is paused and loses nothing, a
+//! stalled frame costs its length and is given back, access
 //! to an exported mailbox is refused with a reason the sender sees, connections and
 //! handshakes are capped, repeated warnings are suppressed and counted, and a peer that
 //! dialled and left leaves no entry behind unless a proxy of it is held.
@@ -97,7 +98,8 @@ fn a_flooding_peer_does_not_stop_another_peers_traffic() {
                 while !stop.load(Ordering::Relaxed) && stream.write_all(&chunk).is_ok() {}
             })
         };
-        wait_until(|| server.stats().heartbeats_in > 100_000);
+        // Over its idle budget: its reader pauses, so the flood reaches the server slowly.
+        wait_until(|| server.stats().idle_pauses > 0);
 
         // Round trips of the well-behaved peer, one at a time, while the flood goes on.
         for i in 0..300u64 {
@@ -105,12 +107,42 @@ fn a_flooding_peer_does_not_stop_another_peers_traffic() {
             assert_eq!(recv(got, "the other peer's message during the flood"), i);
         }
         assert!(
-            server.stats().heartbeats_in > 100_000,
+            server.stats().heartbeats_in > 0,
             "the flood reached the server"
         );
         stop.store(true, Ordering::Relaxed);
         drop(flooder);
         writer.join().unwrap();
+        s.end();
+    });
+}
+
+#[test]
+fn a_peer_over_its_idle_budget_is_paused_and_nothing_it_sent_is_lost() {
+    watchdog(TIMEOUT, || {
+        const RATE: u32 = 1024;
+        // Four seconds' budget at once: more than the burst and what a second earns, so the
+        // reader pauses unless it was held off the CPU for two seconds.
+        const HEARTBEATS: u64 = 4 * RATE as u64;
+        let s = serve(NodeConfig::new("server").idle_frames_per_second(RATE));
+        let (server, got) = (&s.server, &s.got);
+        let mut bytes = Vec::new();
+        for _ in 0..HEARTBEATS {
+            frame::encode_heartbeat(&mut bytes);
+        }
+        // Then a real message on the same connection: it comes after every heartbeat.
+        frame::encode_declare(&mut bytes, false, 0, "u64");
+        frame::encode_declare(&mut bytes, true, 0, "n");
+        frame::encode_message(&mut bytes, 0, 0, &[42]);
+        let mut peer = raw(server, "chatty");
+        peer.send(&bytes);
+        assert_eq!(recv(got, "the message behind the heartbeats"), 42);
+        wait_until(|| server.stats().heartbeats_in == HEARTBEATS);
+        let stats = server.stats();
+        assert!(stats.idle_pauses > 0, "{stats:?}");
+        assert_eq!(stats.messages_in, 1);
+        assert_eq!(stats.protocol_errors, 0);
+        drop(peer);
         s.end();
     });
 }
@@ -294,6 +326,10 @@ fn repeated_warnings_are_suppressed_and_declarations_capped() {
 fn zero_caps_are_typed_errors_naming_the_parameter() {
     let cases = [
         (NodeConfig::new("a").read_budget(0), "read_budget"),
+        (
+            NodeConfig::new("a").idle_frames_per_second(0),
+            "idle_frames_per_second",
+        ),
         (NodeConfig::new("a").max_declarations(0), "max_declarations"),
         (NodeConfig::new("a").max_connections(0), "max_connections"),
         (
