@@ -30,7 +30,6 @@
 
 use super::local::Local;
 use super::local_ring::LocalRing;
-use super::pool_state::SENDERS_OWN;
 use super::remote_blocks::{Head, Tail};
 use super::sender_epoch;
 use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
@@ -117,12 +116,12 @@ pub(super) struct SendersLine<T: QueueItem> {
     /// [`SCHEDULED`]: super::pool_state::SCHEDULED
     pub(super) first: HandOffCell<MaybeUninit<T>>,
     /// The remote half's write index (times [`ONE_PUSH`]) and flags: [`SENDERS_OWN`] and
-    /// [`SCHEDULED`] on a pool queue; [`SENDERS_OWN`] (always) and [`RETIRED`] on a queue run
-    /// by a dedicated thread.
+    /// [`SCHEDULED`] on a pool queue; [`RETIRED`] on a queue run by a dedicated thread.
     ///
     /// [`ONE_PUSH`]: super::pool_state::ONE_PUSH
     /// [`RETIRED`]: super::pool_state::RETIRED
     /// [`SCHEDULED`]: super::pool_state::SCHEDULED
+    /// [`SENDERS_OWN`]: super::pool_state::SENDERS_OWN
     pub(super) state: AtomicU64,
     /// The remote half's senders' end (see [`Tail`]).
     pub(super) remote_tail: Tail<T>,
@@ -178,12 +177,6 @@ impl<T: QueueItem> EventQueue<T> {
     }
 
     fn with_notifier(notifier: Notifier<T>, max_demands_at_once: usize) -> Arc<Self> {
-        // A dedicated worker finishes its agents without moving their remote demands first
-        // (no `close_lending` step on the state), so those demands always own their agent.
-        let state = match notifier {
-            Notifier::Thread(_) => SENDERS_OWN,
-            Notifier::Pool { .. } => 0,
-        };
         Arc::new(Self {
             notifier,
             early: UnsafeCell::new(Vec::new()),
@@ -191,7 +184,7 @@ impl<T: QueueItem> EventQueue<T> {
             closed: AtomicBool::new(false),
             senders: SendersLine {
                 first: HandOffCell::new(MaybeUninit::uninit()),
-                state: AtomicU64::new(state),
+                state: AtomicU64::new(0),
                 remote_tail: Tail::new(),
                 policy: PolicyWord::new(0),
                 has_first: HandOffCell::new(false),
@@ -217,10 +210,15 @@ impl<T: QueueItem> EventQueue<T> {
     /// into the sender for the same reason (a closure passed by reference is copied the same
     /// way).
     ///
-    /// `make` is told whether the demand may borrow its agent (a pool queue whose agents have
-    /// not begun to finish: see [`SENDERS_OWN`]); when false it must own a reference. A
-    /// borrowing send leaves the agent's reference count alone, the one line that every
-    /// remote message otherwise takes from the runner's core and the runner takes back.
+    /// `make` is told whether the demand may borrow its agent; when false it must own a
+    /// reference. When true it may borrow if its agent has not begun to finish as `make`
+    /// reads it: the agent's finish step moves every demand reserved before it ahead of
+    /// `finish` (a pool queue closes lending for good, see `SENDERS_OWN`; a dedicated
+    /// queue, which serves agents that finish at different times, puts a `SeqCst` fence
+    /// between the reservation and `make`, paired with the one in the finish step before it
+    /// reads the index, so a sender that still sees its agent active reserved below that
+    /// index). A borrowing send leaves the agent's reference count alone, the one line that
+    /// every remote message otherwise takes from the runner's core and the runner takes back.
     /// `make` must not panic: a claimed queue or a reserved slot would wait for it forever.
     #[inline(always)]
     pub(crate) fn push_remote_with(&self, make: impl FnOnce(bool) -> T) {

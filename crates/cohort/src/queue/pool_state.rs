@@ -7,11 +7,11 @@ use super::local::Local;
 use super::remote_blocks::{self, Block};
 use super::running::RunningGuard;
 use super::wakeup::QueueWakeup;
-use crate::sync::{Backoff, arc_from_ref};
+use crate::sync::{Backoff, arc_from_ref, fence};
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::Ordering::{self, SeqCst};
 
 /// Pool queue state flag: the queue is in a run queue, a LIFO slot or a worker's turn, and
 /// exactly one party holds it. Without it the queue is idle: nobody holds it and its remote
@@ -21,7 +21,8 @@ pub(super) const SCHEDULED: u64 = 1;
 /// Clear while the queue's agents live: a demand reserved then may borrow the agent, because
 /// the queue's finish step moves every such demand ahead of `finish` (see
 /// [`Local::close_lending`], and "Agent lifetime" in `docs/runtime-semantics.md`). Set
-/// once, by the runner, at that step.
+/// once, by the runner, at that step. A dedicated queue never sets it (its agents finish at
+/// different times): its senders decide per agent, after a fence (see `push_dedicated`).
 pub(super) const SENDERS_OWN: u64 = 2;
 /// Dedicated queue state flag (the bit that a pool queue uses for [`SCHEDULED`]): the worker
 /// has exited and swept the remote half; a push that finds it rejects its own demand.
@@ -104,8 +105,17 @@ impl<T: QueueItem> EventQueue<T> {
     /// reserves an index of the remote half (see [`remote_blocks`]), then the worker is woken
     /// if it sleeps; once the worker has retired, the demand is rejected here instead.
     #[inline(always)]
-    pub(super) fn push_dedicated(&self, mut make: impl FnOnce(bool) -> T, wakeup: &QueueWakeup) {
+    pub(super) fn push_dedicated(&self, make: impl FnOnce(bool) -> T, wakeup: &QueueWakeup) {
         let state = &self.senders.state;
+        // The fence between the reservation and `make`, which reads the agent's status to
+        // decide whether the demand borrows it, pairs with the one in the finish step before
+        // it reads the index (`close_lending`): either this sender sees the agent finishing
+        // and owns a reference, or the finish step sees this reservation and moves the demand
+        // ahead of `finish`.
+        let mut make = move |lend| {
+            fence(SeqCst);
+            make(lend)
+        };
         // As in `push_pooled`.
         let mut next: *mut Block<T> = ptr::null_mut();
         let backoff = Backoff::new();
@@ -298,7 +308,14 @@ impl<T: QueueItem> Local<'_, T> {
     pub(crate) fn close_lending(&self) {
         let q = self.queue();
         let Notifier::Pool { .. } = &q.notifier else {
-            self.drain_remote(usize::MAX);
+            // The agents' status became `FINISHING` before this step was queued; the fence
+            // pairs with the one each dedicated sender makes between its reservation and its
+            // look at that status (`push_dedicated`): a sender that saw its agent active
+            // reserved below the index read here.
+            fence(SeqCst);
+            let tail = q.remote_tail();
+            // SAFETY: this thread runs the queue (the token): the head is its alone.
+            unsafe { q.pop_remote_until(tail, |d| self.push(d)) };
             return;
         };
         // AcqRel, like every write of the state: with the blocks linked before the index.

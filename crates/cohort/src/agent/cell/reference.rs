@@ -36,8 +36,8 @@ impl AgentRef {
     /// # Safety
     /// The cell stays alive until its cooperation releases it, which must happen after this
     /// demand runs: either the caller runs the agent's queue and saw the agent `ACTIVE`, or
-    /// the demand goes to the agent's pool queue through a reservation made before the
-    /// queue's finish step (`EventQueue::push_remote_with` says so), which moves it ahead of
+    /// the demand goes to the agent's queue through a reservation made before the agent's
+    /// finish step (`EventQueue::push_remote_with` says when), which moves it ahead of
     /// `finish`; and the caller holds a strong count until the demand is in the queue.
     #[inline]
     pub(crate) unsafe fn borrowed(cell: &Arc<DynCell>, mbox: MboxId) -> Self {

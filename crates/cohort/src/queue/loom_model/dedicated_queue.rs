@@ -4,8 +4,10 @@
 
 use super::{LoomItem as Item, assert_fifo_per_producer, spawn_producers};
 use crate::dispatcher::reuse::worker::run_with;
-use crate::queue::{EventQueue, QueueItem};
+use crate::queue::{EventQueue, QueueItem, RunningGuard};
+use loom::sync::atomic::AtomicU8;
 use loom::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering::{Acquire, Release};
 use std::time::Duration;
 
 /// Checks `f` in every interleaving, with room for the waits on a slot being written (each
@@ -153,4 +155,110 @@ fn dedicated_retire_races_one_push() {
 #[test]
 fn dedicated_retire_races_two_pushes() {
     retire_races_pushes(2);
+}
+
+/// The finish step's demand (pushed from outside, as deregistration does) and the demand it
+/// leaves behind the ones it moved (the one that runs `finish`).
+const FINISH: Item = Item(9, 0);
+const FINISHED: Item = Item(9, 1);
+/// How the lending model's producer marks an item made borrowing or owning.
+const BORROWING: u8 = 0;
+const OWNING: u8 = 1;
+/// The agent's status as the lending model's producer reads it.
+const AGENT_ACTIVE: u8 = 1;
+const AGENT_FINISHING: u8 = 2;
+
+/// An agent of a dedicated queue begins to finish while a sender pushes to it: the sender
+/// decides after its reservation (and the queue's fence) whether its demand borrows the
+/// agent, by the agent's status; the finish step (after its own fence) moves what was
+/// reserved before it ahead of `finish`. Every borrowing demand runs before `finish`, every
+/// item runs once, and loom reports a worker that waits for ever on a reserved slot.
+/// `by_worker`: deregistration runs on the queue's own worker (a handler of the queue ended
+/// the cooperation), which stores the status and pushes the finish step locally: the case
+/// the two fences are for (a deregistration from another thread pushes the finish step
+/// through the same state word as the sender, which orders the two already).
+fn dedicated_lending(items: u8, by_worker: bool) {
+    // Two preemptions: the race needs one on each side (the sender between its reservation
+    // and its look at the status, the finish step between its fence and its read).
+    model_bounded(Some(2), move || {
+        let q = EventQueue::<Item>::new();
+        let status = Arc::new(AtomicU8::new(AGENT_ACTIVE));
+        let producer = {
+            let (q, status) = (q.clone(), status.clone());
+            loom::thread::spawn(move || {
+                for i in 0..items {
+                    q.push_remote_with(|lend| {
+                        let borrows = lend && status.load(Acquire) == AGENT_ACTIVE;
+                        Item(if borrows { BORROWING } else { OWNING }, i)
+                    });
+                }
+            })
+        };
+        // As deregistration: the status first, then the finish step's demand.
+        let finish = {
+            let status = status.clone();
+            move |push: &dyn Fn(Item)| {
+                status.store(AGENT_FINISHING, Release);
+                push(FINISH);
+            }
+        };
+        let finisher = (!by_worker).then(|| {
+            let (q, finish) = (q.clone(), finish.clone());
+            loom::thread::spawn(move || finish(&|it| q.push_remote(it)))
+        });
+        // The worker's own loop, one demand at a time: its sleep and wake-ups are the models
+        // above; here only the finish step's order matters.
+        let worker = {
+            let q = q.clone();
+            loom::thread::spawn(move || {
+                let total = usize::from(items) + 2;
+                let mut ran = Vec::new();
+                // SAFETY: this thread is the queue's only runner, and the guard is dropped
+                // before the queue.
+                let running = unsafe { RunningGuard::enter(&*q) };
+                let local = running.local();
+                if by_worker {
+                    finish(&|it| local.push(it));
+                }
+                while ran.len() < total {
+                    local.drain_remote(1);
+                    match local.pop() {
+                        Some(it) => {
+                            ran.push(it);
+                            if it == FINISH {
+                                local.close_lending();
+                                local.push(FINISHED);
+                            }
+                        }
+                        None => loom::thread::yield_now(),
+                    }
+                }
+                ran
+            })
+        };
+        producer.join().unwrap();
+        if let Some(f) = finisher {
+            f.join().unwrap();
+        }
+        let ran = worker.join().unwrap();
+        assert_eq!(ran.len(), usize::from(items) + 2, "{ran:?}");
+        let finished = ran.iter().position(|x| *x == FINISHED).unwrap();
+        for (k, it) in ran.iter().enumerate() {
+            if it.0 == BORROWING {
+                assert!(k < finished, "a borrowing demand ran after finish: {ran:?}");
+            }
+        }
+        let seq: Vec<u8> = ran.iter().filter(|it| it.0 != 9).map(|it| it.1).collect();
+        assert_eq!(seq, (0..items).collect::<Vec<_>>(), "in order: {ran:?}");
+    });
+}
+
+#[test]
+fn dedicated_lending_finished_from_another_thread() {
+    dedicated_lending(1, false);
+}
+
+#[test]
+fn dedicated_lending_finished_by_its_worker() {
+    dedicated_lending(2, true);
 }
