@@ -97,6 +97,18 @@ pub enum ConfigError {
     /// The maximum frame size leaves no room for a message.
     #[error("max_frame_bytes {0} is below 64 (a frame header and a small message)")]
     FrameTooSmall(u32),
+    /// The idle-frame budget would pause a reader on the heartbeats alone.
+    #[error(
+        "idle_frames_per_second {per_second} is below {needed}, four times the heartbeats a          second at heartbeat_interval {interval:?}: raise it, or lengthen the interval"
+    )]
+    IdleBudgetBelowHeartbeats {
+        /// The budget asked for.
+        per_second: u32,
+        /// The least budget for the heartbeat interval.
+        needed: u32,
+        /// The heartbeat interval.
+        interval: Duration,
+    },
 }
 
 /// A node's settings.
@@ -343,7 +355,9 @@ impl NodeConfig {
     /// nothing to a local mailbox (heartbeats, `Ack`s with nothing new, messages refused or
     /// undeliverable here). Over it, the connection's reader pauses until the budget refills
     /// (counted in [`NodeStats::idle_pauses`](crate::NodeStats::idle_pauses)); nothing is
-    /// dropped.
+    /// dropped. At least four times the heartbeats a second of
+    /// [`heartbeat_interval`](Self::heartbeat_interval)
+    /// ([`ConfigError::IdleBudgetBelowHeartbeats`] otherwise).
     pub fn idle_frames_per_second(mut self, frames: u32) -> Self {
         self.idle_frames_per_second = frames;
         self
@@ -383,6 +397,17 @@ impl NodeConfig {
         }
         if self.idle_frames_per_second == 0 {
             return Err(ConfigError::Zero("idle_frames_per_second"));
+        }
+        // Peers usually share the interval: their heartbeats alone must stay far inside the
+        // budget, or the failure detector would hear them late.
+        let heartbeats = 1.0 / self.heartbeat_interval.as_secs_f64().max(1e-9);
+        let needed = (4.0 * heartbeats).ceil().min(f64::from(u32::MAX)) as u32;
+        if self.idle_frames_per_second < needed {
+            return Err(ConfigError::IdleBudgetBelowHeartbeats {
+                per_second: self.idle_frames_per_second,
+                needed,
+                interval: self.heartbeat_interval,
+            });
         }
         if self.phi.threshold.is_nan() || self.phi.threshold <= 0.0 {
             return Err(ConfigError::BadPhiThreshold(self.phi.threshold));

@@ -343,6 +343,27 @@ fn zero_caps_are_typed_errors_naming_the_parameter() {
     }
 }
 
+#[test]
+fn an_idle_budget_the_heartbeats_alone_would_spend_is_a_typed_error() {
+    let config = NodeConfig::new("a")
+        .heartbeat_interval(std::time::Duration::from_millis(10))
+        .idle_frames_per_second(100);
+    let err = config.validate().unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::IdleBudgetBelowHeartbeats {
+            per_second: 100,
+            needed: 400,
+            interval: std::time::Duration::from_millis(10),
+        }
+    );
+    let text = err.to_string();
+    assert!(text.contains("idle_frames_per_second") && text.contains("heartbeat_interval"));
+    // Four heartbeats' worth is enough, and the defaults pass.
+    assert!(config.idle_frames_per_second(400).validate().is_ok());
+    assert!(NodeConfig::new("a").validate().is_ok());
+}
+
 /// Peers that dial the node and leave are forgotten, queue and all, unless something holds a
 /// handle or a proxy of theirs: then the entry stays, and the proxy sends again once the
 /// peer is back.
