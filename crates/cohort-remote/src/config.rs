@@ -99,7 +99,7 @@ pub enum ConfigError {
     FrameTooSmall(u32),
     /// The idle-frame budget would pause a reader on the heartbeats alone.
     #[error(
-        "idle_frames_per_second {per_second} is below {needed}, four times the heartbeats a          second at heartbeat_interval {interval:?}: raise it, or lengthen the interval"
+        "idle_frames_per_second {per_second} is below {needed}, four times the heartbeats a second at heartbeat_interval {interval:?}: raise it, or lengthen the interval"
     )]
     IdleBudgetBelowHeartbeats {
         /// The budget asked for.

@@ -6,6 +6,7 @@
 use crate::defaults::{MAX_SOURCES, SOURCE_FORGET_AFTER, WARNING_WINDOW, WARNINGS_PER_WINDOW};
 use crate::node::NodeShared;
 use crate::stats::Counters;
+use crate::token_bucket::TokenBucket;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -116,7 +117,9 @@ impl Warnings {
 
 /// One source address's handshake tokens and warnings.
 struct Source {
-    tokens: f64,
+    /// Made at its first handshake, at the rate then configured.
+    handshakes: Option<TokenBucket>,
+    /// Its last handshake attempt (how long it has been quiet).
     last: Instant,
     warnings: Warnings,
 }
@@ -138,7 +141,7 @@ impl Sources {
             }
         }
         let s = table.entry(ip).or_insert(Source {
-            tokens: f64::INFINITY,
+            handshakes: None,
             last: now,
             warnings: Warnings::new(),
         });
@@ -151,16 +154,10 @@ impl Sources {
             let Some(s) = s else {
                 return false;
             };
-            let rate = f64::from(per_second);
-            let refill = now.duration_since(s.last).as_secs_f64() * rate;
-            s.tokens = (s.tokens + refill).min(rate);
             s.last = now;
-            if s.tokens >= 1.0 {
-                s.tokens -= 1.0;
-                true
-            } else {
-                false
-            }
+            s.handshakes
+                .get_or_insert_with(|| TokenBucket::new(per_second, now))
+                .spend_at(now)
         })
     }
 

@@ -96,7 +96,6 @@ pub mod frame;
 pub mod fuzzing;
 mod guard;
 mod handshake;
-mod idle_frames;
 mod mbox_ref;
 #[doc(hidden)]
 pub mod netns;
@@ -109,6 +108,7 @@ mod recv_buffer;
 mod registry;
 mod stats;
 mod tls;
+mod token_bucket;
 mod writer;
 
 pub use config::{Batching, ConfigError, NodeConfig, Overflow};

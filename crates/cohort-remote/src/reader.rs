@@ -7,11 +7,11 @@ use crate::defaults::ACK_EVERY;
 use crate::denial::Denials;
 use crate::frame::{self, Frame, FrameError};
 use crate::guard::{Admission, Warnings};
-use crate::idle_frames::IdleFrames;
 use crate::node::NodeShared;
 use crate::peer::PeerShared;
 use crate::phi::PhiAccrual;
 use crate::stats::Counters;
+use crate::token_bucket::TokenBucket;
 use cohort::{DeliveryFailure, Mbox};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -59,7 +59,7 @@ pub(crate) struct Inbound {
     /// This connection's warning budget.
     pub(crate) warnings: Warnings,
     /// This connection's budget of frames that hand nothing over.
-    idle: IdleFrames,
+    idle: TokenBucket,
 }
 
 impl Inbound {
@@ -74,7 +74,7 @@ impl Inbound {
             acked: 0,
             denials: Denials::default(),
             warnings: Warnings::new(),
-            idle: IdleFrames::new(idle_rate, Instant::now()),
+            idle: TokenBucket::new(idle_rate, Instant::now()),
         }
     }
 }
@@ -82,13 +82,12 @@ impl Inbound {
 /// What acting on one frame did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Handled {
-    /// A message handed to a local mailbox (or refused there by the runtime, which counts it).
-    Delivered,
+    /// A message handed to a local mailbox (or refused there by the runtime, which counts
+    /// it), or a frame that moves the connection on (a declaration, a new `Ack`, `Denied`).
+    Useful,
     /// Nothing handed over: a heartbeat, an `Ack` with nothing new, a message refused or
     /// undeliverable here (counted). These spend the connection's idle budget.
     Idle,
-    /// Any other frame (declarations, a new `Ack`, `Denied`).
-    Other,
     /// The peer said `Bye`.
     Bye,
 }
@@ -217,7 +216,7 @@ fn handle(
                 Ok(msg) => {
                     // A refusal here is counted by the runtime itself.
                     let _ = msg.forward(target);
-                    Ok(Handled::Delivered)
+                    Ok(Handled::Useful)
                 }
                 Err(e) => {
                     warn_limited!(node, inbound, message_type = entry.type_name, error = %e,
@@ -242,7 +241,7 @@ fn handle(
                     "peer declared a type this node has not registered; its messages will be dead letters"
                 );
             }
-            Ok(Handled::Other)
+            Ok(Handled::Useful)
         }
         Frame::DeclareMbox { id, name } => {
             let (target, generation) = node.resolve(name, &inbound.peer);
@@ -253,7 +252,7 @@ fn handle(
             };
             let max = node.config.max_declarations;
             declare(&mut inbound.mboxes, &mut inbound.declared.1, max, id, slot)?;
-            Ok(Handled::Other)
+            Ok(Handled::Useful)
         }
         Frame::Heartbeat => {
             *heartbeats += 1;
@@ -267,14 +266,14 @@ fn handle(
             // The peer's refusals it wrote before this Ack are covered by it: counted now.
             let covering = inbound.denials.covered(inbound.acked)?;
             Ok(if new || covering {
-                Handled::Other
+                Handled::Useful
             } else {
                 Handled::Idle
             })
         }
         Frame::Denied { ty, count, .. } => {
             inbound.denials.reported(ty, count, node.registry.len())?;
-            Ok(Handled::Other)
+            Ok(Handled::Useful)
         }
         Frame::Bye => Ok(Handled::Bye),
         Frame::Hello { .. } => Err(ProtocolError::Unexpected("Hello")),

@@ -34,7 +34,7 @@ use super::remote_blocks::{Head, Tail};
 use super::sender_epoch;
 use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
 use crate::agent::demand::Demand;
-use crate::sync::{AtomicBool, AtomicU64, HandOffCell};
+use crate::sync::{AtomicBool, AtomicU64, HandOffCell, fence};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -199,7 +199,12 @@ impl<T: QueueItem> EventQueue<T> {
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
-        self.push_remote_with(move |_| d)
+        sender_epoch::advance();
+        match &self.notifier {
+            // Nothing to lend: no fence to decide it.
+            Notifier::Thread(side) => self.push_dedicated(move |_| d, &side.wakeup),
+            Notifier::Pool { scheduler } => self.push_pooled(move |_| d, &**scheduler),
+        }
     }
 
     /// Pushes the demand `make` builds to the remote half, from any thread, and wakes the
@@ -224,7 +229,18 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) fn push_remote_with(&self, make: impl FnOnce(bool) -> T) {
         sender_epoch::advance();
         match &self.notifier {
-            Notifier::Thread(side) => self.push_dedicated(make, &side.wakeup),
+            Notifier::Thread(side) => {
+                // The fence between the reservation and `make`, which reads the agent's
+                // status to decide whether the demand borrows it, pairs with the one in the
+                // finish step before it reads the index (`close_lending`): either this sender
+                // sees the agent finishing and owns a reference, or the finish step sees this
+                // reservation and moves the demand ahead of `finish`.
+                let fenced = move |lend| {
+                    fence(Ordering::SeqCst);
+                    make(lend)
+                };
+                self.push_dedicated(fenced, &side.wakeup)
+            }
             Notifier::Pool { scheduler } => self.push_pooled(make, &**scheduler),
         }
     }

@@ -22,7 +22,7 @@ pub(super) const SCHEDULED: u64 = 1;
 /// the queue's finish step moves every such demand ahead of `finish` (see
 /// [`Local::close_lending`], and "Agent lifetime" in `docs/runtime-semantics.md`). Set
 /// once, by the runner, at that step. A dedicated queue never sets it (its agents finish at
-/// different times): its senders decide per agent, after a fence (see `push_dedicated`).
+/// different times): its senders decide per agent, after a fence (see `push_remote_with`).
 pub(super) const SENDERS_OWN: u64 = 2;
 /// Dedicated queue state flag (the bit that a pool queue uses for [`SCHEDULED`]): the worker
 /// has exited and swept the remote half; a push that finds it rejects its own demand.
@@ -103,19 +103,11 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// A remote push to a queue run by a dedicated thread: one compare-and-swap on the state
     /// reserves an index of the remote half (see [`remote_blocks`]), then the worker is woken
-    /// if it sleeps; once the worker has retired, the demand is rejected here instead.
+    /// if it sleeps; once the worker has retired, the demand is rejected here instead. A
+    /// lending push wraps `make` in its fence (`push_remote_with`).
     #[inline(always)]
-    pub(super) fn push_dedicated(&self, make: impl FnOnce(bool) -> T, wakeup: &QueueWakeup) {
+    pub(super) fn push_dedicated(&self, mut make: impl FnOnce(bool) -> T, wakeup: &QueueWakeup) {
         let state = &self.senders.state;
-        // The fence between the reservation and `make`, which reads the agent's status to
-        // decide whether the demand borrows it, pairs with the one in the finish step before
-        // it reads the index (`close_lending`): either this sender sees the agent finishing
-        // and owns a reference, or the finish step sees this reservation and moves the demand
-        // ahead of `finish`.
-        let mut make = move |lend| {
-            fence(SeqCst);
-            make(lend)
-        };
         // As in `push_pooled`.
         let mut next: *mut Block<T> = ptr::null_mut();
         let backoff = Backoff::new();
@@ -310,7 +302,7 @@ impl<T: QueueItem> Local<'_, T> {
         let Notifier::Pool { .. } = &q.notifier else {
             // The agents' status became `FINISHING` before this step was queued; the fence
             // pairs with the one each dedicated sender makes between its reservation and its
-            // look at that status (`push_dedicated`): a sender that saw its agent active
+            // look at that status (`push_remote_with`): a sender that saw its agent active
             // reserved below the index read here.
             fence(SeqCst);
             let tail = q.remote_tail();
