@@ -118,12 +118,15 @@ pub const DIRECT_WRITE_AFTER: Duration = Duration::from_micros(40);
 pub const MAX_DECLARATIONS: u32 = 4096;
 
 /// Frames a connection's reader acts on before it lets the I/O thread serve the node's other
-/// connections (it then yields and goes on): 256. A peer that floods the node (heartbeats,
-/// tiny messages) gets one such turn in each round of the I/O thread over the ready
-/// connections, so the other peers' messages wait for at most that, not for the flood;
-/// 256 frames keep the cost of yielding under a few nanoseconds per message under load.
+/// connections (it then yields and goes on): 4,096. A peer that floods the node gets one such
+/// turn in each round of the I/O thread over the ready connections, so the other peers'
+/// messages wait for at most that, not for the flood. It is more than one read
+/// ([`READ_BUFFER_BYTES`]) holds of ordinary messages, so under real traffic a turn is one
+/// read and only a flood of the smallest frames (which the idle budget also slows) meets it:
+/// a smaller budget split each read's messages over several turns and woke the agents'
+/// threads once per piece.
 /// [`NodeConfig::read_budget`](crate::NodeConfig::read_budget) changes it.
-pub const READ_BUDGET_FRAMES: usize = 256;
+pub const READ_BUDGET_FRAMES: usize = 4096;
 
 /// Bytes a connection's reader asks the socket for at a time, and so the most a turn of it
 /// decodes: 64 KiB. A connection's receive buffer holds at most this or, while a longer
