@@ -227,8 +227,9 @@ impl CustomMbox for RemoteMbox {
         let item = match peer.queue.push_quiet(item) {
             Ok(false) => return,
             Ok(true) => {
-                if !crate::writer::try_direct_write(peer) {
-                    peer.queue.wake();
+                // On a worker, once its turn ends: the writer then takes what the turn sent.
+                if !cohort::dispatcher::turn_end::defer(&self.peer.0) {
+                    crate::writer::flush_sent(peer);
                 }
                 return;
             }

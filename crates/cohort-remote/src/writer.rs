@@ -5,7 +5,9 @@
 //! the connection quiet and the last batch a single message writes it to the socket itself
 //! (`try_direct_write`), saving the writer's wake-up (see [`DIRECT_WRITE_AFTER`](crate::defaults::DIRECT_WRITE_AFTER)).
 //! Whoever holds the write state (a mutex, taken with `try_lock` by senders) pops, encodes
-//! and writes, so bytes still leave in queue order.
+//! and writes, so bytes still leave in queue order. A sender on a cohort worker does either
+//! only when its turn ends ([`flush_sent`] as the peer's turn-end hook), so that the write
+//! carries everything the turn sent.
 
 use crate::config::Batching;
 use crate::connection::{ConnState, lost};
@@ -288,6 +290,20 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
         // The socket is full (the writer will wait until it drains), or failed (the writer
         // or the reader will see it): either way, the writer takes over.
         Ok(false) | Err(_) => false,
+    }
+}
+
+/// What the senders queued while the writer slept goes out: written here when the
+/// connection allows a direct write, else by the writer, woken.
+pub(crate) fn flush_sent(peer: &PeerShared) {
+    if !try_direct_write(peer) {
+        peer.queue.wake();
+    }
+}
+
+impl cohort::dispatcher::turn_end::TurnEnd for PeerShared {
+    fn turn_ended(&self) {
+        flush_sent(self)
     }
 }
 

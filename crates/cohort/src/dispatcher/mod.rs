@@ -30,6 +30,7 @@ mod prio_one_thread;
 pub(crate) mod reuse;
 pub(crate) mod test_thread;
 mod thread_pool;
+pub mod turn_end;
 mod work_stealing;
 
 pub use active_group::{ActiveGroupBuilder, ActiveGroupHandle};

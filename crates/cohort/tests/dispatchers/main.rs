@@ -1,5 +1,5 @@
 //! Dispatchers: order per sender on every kind, one worker per agent at a time, pool turns
-//! and stealing, the priority dispatcher, adv_thread_pool, active_group, statistics.
+//! and stealing, the priority dispatcher, adv_thread_pool, active_group, statistics, turn ends.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -12,3 +12,4 @@ mod max_demands;
 mod prio;
 mod stats;
 mod stealing;
+mod turn_end;

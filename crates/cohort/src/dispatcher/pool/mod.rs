@@ -375,6 +375,10 @@ impl<P: PoolPolicy> Pool<P> {
         });
         let mut lifo_streak = 0;
         let probe = &*self.probes[index];
+        let _turns = crate::dispatcher::turn_end::TurnScope::enter();
+        // Demands run since the worker's turn last ended: it ends every `LOCAL_BATCH` of
+        // them, over as many queues' turns as that takes, and whenever the worker runs dry.
+        let mut since_turn_end = 0;
         loop {
             if P::run_side_work(&self) {
                 continue;
@@ -385,6 +389,16 @@ impl<P: PoolPolicy> Pool<P> {
                 if let Some(t0) = t0 {
                     probe.busy(t0, ran, left);
                 }
+                since_turn_end += ran;
+                if since_turn_end >= defaults::LOCAL_BATCH {
+                    since_turn_end = 0;
+                    crate::dispatcher::turn_end::end_turn();
+                }
+                continue;
+            }
+            if since_turn_end > 0 {
+                since_turn_end = 0;
+                crate::dispatcher::turn_end::end_turn();
                 continue;
             }
             if self.is_done() {

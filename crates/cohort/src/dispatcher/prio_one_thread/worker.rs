@@ -115,6 +115,7 @@ pub(crate) fn run_prio<T: QueueItem>(
         .map(|q| unsafe { DedicatedReader::claim(q) })
         .collect();
     let any_remote = || readers.iter().any(DedicatedReader::has_remote);
+    let _turns = crate::dispatcher::turn_end::TurnScope::enter();
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
         if ready.remote != 0 {
@@ -141,6 +142,9 @@ pub(crate) fn run_prio<T: QueueItem>(
             if q.is_empty() && ready.remote & (1 << p) == 0 {
                 ready.any &= !(1 << p);
             }
+        }
+        if ran > 0 {
+            crate::dispatcher::turn_end::end_turn();
         }
         if let (Some(p), Some(t0)) = (probe, t0) {
             let left = (0..queues.len()).map(|i| current.enter(i).len()).sum();

@@ -55,6 +55,7 @@ pub(crate) fn run_with<T: QueueItem>(
     // reader of its remote half, and both tokens are dropped before `queue` is.
     let (running, reader) = unsafe { (RunningGuard::enter(queue), DedicatedReader::claim(queue)) };
     let local = running.local();
+    let _turns = super::super::turn_end::TurnScope::enter();
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
         local.drain_remote(defaults::REMOTE_BATCH);
@@ -67,6 +68,9 @@ pub(crate) fn run_with<T: QueueItem>(
                 }
                 None => break,
             }
+        }
+        if ran > 0 {
+            super::super::turn_end::end_turn();
         }
         if let (Some(p), Some(t0)) = (probe, t0) {
             p.busy(t0, ran, local.len());

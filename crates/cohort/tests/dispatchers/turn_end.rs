@@ -1,0 +1,187 @@
+//! Turn ends (`cohort::dispatcher::turn_end`): a hook deferred by handlers runs on their
+//! worker after them, once per turn however many handlers deferred it; a thread that ends no
+//! turns refuses the deferral; a panicking hook leaves the worker running.
+//!
+//! Set-up: an agent blocked in a gate while `BACKLOG` messages are queued for it, so that its
+//! worker then runs them in as few turns as its dispatcher allows.
+
+use crate::common;
+
+use cohort::dispatcher::turn_end::{TurnEnd, defer};
+use cohort::{Agent, Context, DefineError, Environment};
+use common::dispatchers::{Kind, on_every_kind};
+use common::{Gate, TIMEOUT, gate, recv, watchdog};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
+
+/// Messages queued behind the gated one.
+const BACKLOG: usize = 32;
+
+/// Counts its runs; reports each with the number of handlers that had run by then.
+struct Hook {
+    handled: Arc<AtomicUsize>,
+    runs: AtomicUsize,
+    threads: Mutex<Vec<ThreadId>>,
+    report: Mutex<Sender<usize>>,
+    panics: AtomicBool,
+}
+
+impl TurnEnd for Hook {
+    fn turn_ended(&self) {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        self.threads
+            .lock()
+            .unwrap()
+            .push(std::thread::current().id());
+        let _ = self
+            .report
+            .lock()
+            .unwrap()
+            .send(self.handled.load(Ordering::SeqCst));
+        if self.panics.load(Ordering::SeqCst) {
+            panic!("a hook that panics (expected by the test)");
+        }
+    }
+}
+
+/// Blocks in its gate on the first message, defers the hook in every handler.
+struct Deferring {
+    gate: Option<Gate>,
+    hook: Arc<Hook>,
+    handled: Arc<AtomicUsize>,
+    threads: Arc<Mutex<Vec<ThreadId>>>,
+    deferred: Sender<bool>,
+}
+
+/// One message for [`Deferring`].
+#[derive(Debug, Clone, Copy)]
+struct Work;
+
+impl Agent for Deferring {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Work, _: &mut Context<'_, Self>| {
+            if let Some(g) = me.gate.take() {
+                g.block();
+            }
+            me.threads.lock().unwrap().push(std::thread::current().id());
+            let _ = me.deferred.send(defer(&me.hook));
+            me.handled.fetch_add(1, Ordering::SeqCst);
+        })?;
+        Ok(())
+    }
+}
+
+/// What one run of the set-up saw.
+struct Seen {
+    hook: Arc<Hook>,
+    handler_threads: Vec<ThreadId>,
+}
+
+/// Runs the set-up on `kind`: the gated message, then the backlog; returns once a hook run
+/// saw every handler done.
+fn run_backlog(kind: Kind, panics: bool) -> Seen {
+    let env = Environment::builder().start().unwrap();
+    let handled = Arc::new(AtomicUsize::new(0));
+    let (report_tx, report_rx) = mpsc::channel();
+    let hook = Arc::new(Hook {
+        handled: handled.clone(),
+        runs: AtomicUsize::new(0),
+        threads: Mutex::new(Vec::new()),
+        report: Mutex::new(report_tx),
+        panics: AtomicBool::new(panics),
+    });
+    let (g, control) = gate();
+    let (deferred_tx, deferred_rx) = mpsc::channel();
+    let threads = Arc::new(Mutex::new(Vec::new()));
+    let mut coop = env.new_coop();
+    coop.set_binder(kind.binder(&env, "turn-end"));
+    let mbox = coop
+        .add(Deferring {
+            gate: Some(g),
+            hook: hook.clone(),
+            handled: handled.clone(),
+            threads: threads.clone(),
+            deferred: deferred_tx,
+        })
+        .mbox();
+    env.register_coop(coop).unwrap();
+    mbox.send(Work);
+    control.wait_entered();
+    for _ in 0..BACKLOG {
+        mbox.send(Work);
+    }
+    control.open();
+    for _ in 0..=BACKLOG {
+        assert!(
+            recv(&deferred_rx, "a handler's deferral"),
+            "a worker of {kind:?} refused a deferral: it ends no turns"
+        );
+    }
+    // A hook run follows the last handler.
+    while recv(&report_rx, "a hook run") < BACKLOG + 1 {}
+    env.stop_and_wait();
+    let handler_threads = threads.lock().unwrap().clone();
+    Seen {
+        hook,
+        handler_threads,
+    }
+}
+
+#[test]
+fn a_deferred_hook_runs_after_its_handlers_once_per_turn_on_every_dispatcher() {
+    on_every_kind(|kind| {
+        let seen = run_backlog(kind, false);
+        let runs = seen.hook.runs.load(Ordering::SeqCst);
+        // Deferred by 33 handlers, run far fewer times: once per turn, and a turn runs a
+        // backlog's demands together (a pool's queue turn 4 of them, so at most one run for
+        // the gated handler and one per 4 of the backlog).
+        assert!(
+            (1..=1 + BACKLOG / 4).contains(&runs),
+            "{kind:?}: {runs} hook runs for {} handlers",
+            BACKLOG + 1
+        );
+        if kind == Kind::OneThread {
+            // The gated handler's turn ends when it returns (the backlog is in the queue's
+            // other half); the next turn runs the whole backlog (under `LOCAL_BATCH`).
+            assert_eq!(
+                runs, 2,
+                "one_thread: a run after the gated turn, one after the backlog"
+            );
+        }
+        for t in seen.hook.threads.lock().unwrap().iter() {
+            assert!(
+                seen.handler_threads.contains(t),
+                "{kind:?}: a hook ran on a thread that ran none of the handlers"
+            );
+        }
+    });
+}
+
+#[test]
+fn a_panicking_hook_leaves_the_worker_running() {
+    on_every_kind(|kind| {
+        let seen = run_backlog(kind, true);
+        assert!(seen.hook.runs.load(Ordering::SeqCst) >= 1, "{kind:?}");
+    });
+}
+
+#[test]
+fn a_thread_that_ends_no_turns_refuses_a_deferral() {
+    watchdog(TIMEOUT, || {
+        let (report_tx, _report_rx) = mpsc::channel();
+        let hook = Arc::new(Hook {
+            handled: Arc::new(AtomicUsize::new(0)),
+            runs: AtomicUsize::new(0),
+            threads: Mutex::new(Vec::new()),
+            report: Mutex::new(report_tx),
+            panics: AtomicBool::new(false),
+        });
+        assert!(!defer(&hook), "the test's thread ends no turns");
+        let h = hook.clone();
+        let from_plain_thread = std::thread::spawn(move || defer(&h)).join().unwrap();
+        assert!(!from_plain_thread, "a plain thread ends no turns");
+        assert_eq!(hook.runs.load(Ordering::SeqCst), 0);
+    });
+}
