@@ -187,6 +187,77 @@ impl Pair {
     }
 }
 
+/// On the client, on a thread of its own: asks with `Mbox::request` and blocks for the reply.
+struct BlockingAsker {
+    to: Mbox,
+    out: Sender<Result<u64, RequestError>>,
+}
+impl Agent for BlockingAsker {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, a: &AskNow, _: &mut Context<'_, Self>| {
+            let r = me
+                .to
+                .request::<Question, u64>(Question(a.n))
+                .wait(TIMEOUT / 2);
+            let _ = me.out.send(r);
+        })?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_handler_blocked_on_a_remote_request_gets_its_reply() {
+    // The request leaves when its handler's turn ends, and the handler waits inside that
+    // turn: the wait ends the turn's deferred work first. Heartbeats an hour apart, so that
+    // no heartbeat wakes the client's writer meanwhile.
+    watchdog(TIMEOUT, || {
+        let env = Environment::builder().start().unwrap();
+        let e = env.environment();
+        // The server does not miss the client's heartbeats meanwhile either.
+        let lenient = cohort_remote::phi::PhiConfig {
+            acceptable_pause: Duration::from_secs(3600),
+            ..Default::default()
+        };
+        let server = listening(
+            &e,
+            NodeConfig::new("server")
+                .token("t")
+                .failure_detector(lenient),
+            registry(),
+        );
+        let (_sitter, _holding) = sitter(&e, &server);
+        let client = Node::start(
+            &e,
+            NodeConfig::new("client")
+                .token("t")
+                .heartbeat_interval(Duration::from_secs(3600)),
+            registry(),
+        )
+        .unwrap();
+        let to_server = client.connect(server.local_addr().unwrap()).unwrap();
+        let (out, outcomes) = mpsc::channel();
+        let own_thread = cohort::dispatcher::ActiveObjBuilder::new()
+            .build(&e)
+            .unwrap();
+        let mut coop = e.new_coop();
+        coop.set_binder(own_thread.binder());
+        let asker = coop
+            .add(BlockingAsker {
+                to: to_server.mbox("sitter"),
+                out,
+            })
+            .mbox();
+        e.register_coop(coop).unwrap();
+        for n in [21, 5] {
+            asker.send(AskNow { n, timeout: None });
+            assert_eq!(recv(&outcomes, "the blocking ask's reply"), Ok(n * 2));
+        }
+        client.shutdown();
+        server.shutdown();
+        env.stop_and_wait();
+    });
+}
+
 #[test]
 fn a_remote_ask_gets_its_reply_once_on_the_askers_thread() {
     watchdog(TIMEOUT, || {

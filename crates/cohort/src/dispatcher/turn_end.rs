@@ -7,8 +7,10 @@
 //! once, when the worker that runs the sending handlers ends its turn (it ran its local
 //! batch, [`LOCAL_BATCH`](crate::defaults::LOCAL_BATCH) demands at most, or found nothing
 //! more to run): the batch follows what the worker had queued. On a thread that does not end
-//! turns (a plain thread, a tokio task, a dispatcher without turn ends) [`defer`] returns
-//! `false` and the caller does the work at once.
+//! turns (a plain thread, a tokio task, `test_thread`) [`defer`] returns `false` and the
+//! caller does the work at once. A handler that blocks in one of cohort's waits ends the
+//! turn's deferred work first; one that blocks otherwise (a lock, a socket, a `std`
+//! channel) holds it until it returns.
 //!
 //! ```
 //! use cohort::dispatcher::turn_end::{TurnEnd, defer};
@@ -37,7 +39,10 @@ use std::sync::Arc;
 /// Work to run once at the end of the current worker's turn ([`defer`]).
 pub trait TurnEnd: Send + Sync + 'static {
     /// The turn in which [`defer`] was called has ended (called on the worker's thread,
-    /// outside any handler, once per turn however many times it was deferred).
+    /// once per turn however many times it was deferred): between two turns, or earlier,
+    /// inside the handler, when a handler of the turn blocks in one of cohort's waits
+    /// ([`PendingReply::wait`](crate::PendingReply::wait), a message chain's blocking
+    /// receive or send), whose outcome may depend on it.
     fn turn_ended(&self);
 }
 

@@ -446,6 +446,11 @@ impl<Reply> PendingReply<Reply> {
     /// Blocks until the reply arrives, the request is dropped unanswered, or `timeout`
     /// passes ([`RequestError::Timeout`]; a reply after that is dropped).
     pub fn wait(self, timeout: Duration) -> Result<Reply, RequestError> {
+        if !self.slot.ready.load(Ordering::Acquire) {
+            // A handler that waits here ends its turn's deferred work first: the request
+            // may be waiting for it (a remote node's writer, woken at the turn's end).
+            crate::dispatcher::turn_end::end_turn();
+        }
         let start = Instant::now();
         let deadline = start + timeout;
         let spin_until = start + self.spin.min(timeout);

@@ -51,6 +51,9 @@ impl Notify {
     /// Sleeps until the generation moves past `seen` or `deadline` passes (`None`: no limit).
     /// Returns false on timeout.
     pub(crate) fn wait_past(&self, seen: u64, deadline: Option<Instant>) -> bool {
+        // A handler that blocks on a chain ends its turn's deferred work first (what it
+        // waits for may depend on it).
+        crate::dispatcher::turn_end::end_turn();
         let mut g = self.lock();
         let mut in_time = true;
         g.sleeping = true;
