@@ -227,8 +227,19 @@ impl CustomMbox for RemoteMbox {
         let item = match peer.queue.push_quiet(item) {
             Ok(false) => return,
             Ok(true) => {
-                // On a worker, once its turn ends: the writer then takes what the turn sent.
-                if !cohort::dispatcher::turn_end::defer(&self.peer.0) {
+                // Adaptive batches: on a worker, once its turn ends (or a full batch, or half
+                // the queue, waits: a handler sending a stream neither holds it nor fills the
+                // queue): the writer then takes what the turn sent. The other policies batch
+                // in the writer alone.
+                let hold_up_to = match node.config.batching {
+                    crate::config::Batching::Adaptive { max_messages, .. } => {
+                        max_messages.min(node.config.outbound_capacity / 2)
+                    }
+                    _ => 0,
+                };
+                if peer.queue.len() >= hold_up_to
+                    || !cohort::dispatcher::turn_end::defer(&self.peer.0)
+                {
                     crate::writer::flush_sent(peer);
                 }
                 return;

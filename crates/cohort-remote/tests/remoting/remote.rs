@@ -171,6 +171,90 @@ fn messages_from_each_sender_arrive_in_order_under_load() {
     });
 }
 
+/// Sends `count` messages to `to` in one handler, then blocks in it until released.
+struct Streamer {
+    to: cohort::Mbox,
+    count: u64,
+    release: std::sync::mpsc::Receiver<()>,
+}
+struct Stream;
+impl cohort::Agent for Streamer {
+    fn define(&mut self, ctx: &mut cohort::Context<'_, Self>) -> Result<(), cohort::DefineError> {
+        ctx.on(
+            |me: &mut Self, _: &Stream, _: &mut cohort::Context<'_, Self>| {
+                for n in 0..me.count {
+                    me.to.send(Seq { sender: 0, n });
+                }
+                let _ = me.release.recv_timeout(TIMEOUT);
+            },
+        )?;
+        Ok(())
+    }
+}
+
+/// A handler's sends leave when its turn ends, or as soon as a full batch waits: a handler
+/// that sends a stream and then blocks has the stream's full batches written meanwhile.
+/// Heartbeats an hour apart, so that only a full batch can wake the client's writer.
+#[test]
+fn a_handler_streaming_more_than_a_batch_has_it_written_while_it_runs() {
+    watchdog(TIMEOUT, || {
+        const BATCH: usize = 16;
+        let env = Environment::builder().start().unwrap();
+        let e = env.environment();
+        let lenient = PhiConfig {
+            acceptable_pause: Duration::from_secs(3600),
+            ..Default::default()
+        };
+        let server = listening(
+            &e,
+            NodeConfig::new("server").failure_detector(lenient),
+            registry(),
+        );
+        let got = probe::<Seq>(&e, server.export("seq"));
+        let client = Node::start(
+            &e,
+            NodeConfig::new("client")
+                .heartbeat_interval(Duration::from_secs(3600))
+                .batching(Batching::Adaptive {
+                    max_messages: BATCH,
+                    max_bytes: 64 * 1024,
+                }),
+            registry(),
+        )
+        .unwrap();
+        let to = client
+            .connect(server.local_addr().unwrap())
+            .unwrap()
+            .mbox("seq");
+        let (release, blocked) = std::sync::mpsc::channel();
+        let own_thread = cohort::dispatcher::ActiveObjBuilder::new()
+            .build(&e)
+            .unwrap();
+        let mut coop = e.new_coop();
+        coop.set_binder(own_thread.binder());
+        let streamer = coop
+            .add(Streamer {
+                to,
+                count: 3 * BATCH as u64,
+                release: blocked,
+            })
+            .mbox();
+        e.register_coop(coop).unwrap();
+        streamer.send(Stream);
+        // The first full batch arrives while the handler still blocks.
+        for n in 0..BATCH as u64 {
+            assert_eq!(recv(&got, "a message of the first batch").n, n);
+        }
+        release.send(()).unwrap();
+        for n in BATCH as u64..3 * BATCH as u64 {
+            assert_eq!(recv(&got, "the rest of the stream").n, n);
+        }
+        client.shutdown();
+        server.shutdown();
+        env.stop_and_wait();
+    });
+}
+
 /// A message whose type the receiving node has not registered is a dead letter there that
 /// names the type as the sending node declared it.
 #[test]
