@@ -89,6 +89,31 @@ pub fn listening(env: &Environment, config: NodeConfig, registry: Registry) -> N
     Node::start(env, config.listen("127.0.0.1:0".parse().unwrap()), registry).expect("start a node")
 }
 
+/// Configurations of a pair of nodes whose writers only the tested path wakes: the
+/// client's heartbeats an hour apart, and a server that does not miss them meanwhile.
+pub fn no_heartbeat_wakeups(server: NodeConfig, client: NodeConfig) -> (NodeConfig, NodeConfig) {
+    let lenient = cohort_remote::phi::PhiConfig {
+        acceptable_pause: Duration::from_secs(3600),
+        ..Default::default()
+    };
+    (
+        server.failure_detector(lenient),
+        client.heartbeat_interval(Duration::from_secs(3600)),
+    )
+}
+
+/// Registers `agent` alone, on a thread of its own (`active_obj`); returns its mailbox.
+pub fn on_own_thread<A: cohort::Agent>(env: &Environment, agent: A) -> Mbox {
+    let own_thread = cohort::dispatcher::ActiveObjBuilder::new()
+        .build(env)
+        .expect("an active_obj dispatcher");
+    let mut coop = env.new_coop();
+    coop.set_binder(own_thread.binder());
+    let mbox = coop.add(agent).mbox();
+    env.register_coop(coop).expect("register the agent");
+    mbox
+}
+
 /// Two nodes: a server listening on a free loopback port and a client connected to it.
 pub struct TwoNodes {
     pub server: Node,

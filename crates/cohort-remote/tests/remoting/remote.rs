@@ -201,24 +201,16 @@ fn a_handler_streaming_more_than_a_batch_has_it_written_while_it_runs() {
         const BATCH: usize = 16;
         let env = Environment::builder().start().unwrap();
         let e = env.environment();
-        let lenient = PhiConfig {
-            acceptable_pause: Duration::from_secs(3600),
-            ..Default::default()
-        };
-        let server = listening(
-            &e,
-            NodeConfig::new("server").failure_detector(lenient),
-            registry(),
-        );
+        let (server_config, client_config) =
+            no_heartbeat_wakeups(NodeConfig::new("server"), NodeConfig::new("client"));
+        let server = listening(&e, server_config, registry());
         let got = probe::<Seq>(&e, server.export("seq"));
         let client = Node::start(
             &e,
-            NodeConfig::new("client")
-                .heartbeat_interval(Duration::from_secs(3600))
-                .batching(Batching::Adaptive {
-                    max_messages: BATCH,
-                    max_bytes: 64 * 1024,
-                }),
+            client_config.batching(Batching::Adaptive {
+                max_messages: BATCH,
+                max_bytes: 64 * 1024,
+            }),
             registry(),
         )
         .unwrap();
@@ -227,19 +219,14 @@ fn a_handler_streaming_more_than_a_batch_has_it_written_while_it_runs() {
             .unwrap()
             .mbox("seq");
         let (release, blocked) = std::sync::mpsc::channel();
-        let own_thread = cohort::dispatcher::ActiveObjBuilder::new()
-            .build(&e)
-            .unwrap();
-        let mut coop = e.new_coop();
-        coop.set_binder(own_thread.binder());
-        let streamer = coop
-            .add(Streamer {
+        let streamer = on_own_thread(
+            &e,
+            Streamer {
                 to,
                 count: 3 * BATCH as u64,
                 release: blocked,
-            })
-            .mbox();
-        e.register_coop(coop).unwrap();
+            },
+        );
         streamer.send(Stream);
         // The first full batch arrives while the handler still blocks.
         for n in 0..BATCH as u64 {

@@ -213,41 +213,22 @@ fn a_handler_blocked_on_a_remote_request_gets_its_reply() {
     watchdog(TIMEOUT, || {
         let env = Environment::builder().start().unwrap();
         let e = env.environment();
-        // The server does not miss the client's heartbeats meanwhile either.
-        let lenient = cohort_remote::phi::PhiConfig {
-            acceptable_pause: Duration::from_secs(3600),
-            ..Default::default()
-        };
-        let server = listening(
-            &e,
-            NodeConfig::new("server")
-                .token("t")
-                .failure_detector(lenient),
-            registry(),
+        let (server_config, client_config) = no_heartbeat_wakeups(
+            NodeConfig::new("server").token("t"),
+            NodeConfig::new("client").token("t"),
         );
+        let server = listening(&e, server_config, registry());
         let (_sitter, _holding) = sitter(&e, &server);
-        let client = Node::start(
-            &e,
-            NodeConfig::new("client")
-                .token("t")
-                .heartbeat_interval(Duration::from_secs(3600)),
-            registry(),
-        )
-        .unwrap();
+        let client = Node::start(&e, client_config, registry()).unwrap();
         let to_server = client.connect(server.local_addr().unwrap()).unwrap();
         let (out, outcomes) = mpsc::channel();
-        let own_thread = cohort::dispatcher::ActiveObjBuilder::new()
-            .build(&e)
-            .unwrap();
-        let mut coop = e.new_coop();
-        coop.set_binder(own_thread.binder());
-        let asker = coop
-            .add(BlockingAsker {
+        let asker = on_own_thread(
+            &e,
+            BlockingAsker {
                 to: to_server.mbox("sitter"),
                 out,
-            })
-            .mbox();
-        e.register_coop(coop).unwrap();
+            },
+        );
         for n in [21, 5] {
             asker.send(AskNow { n, timeout: None });
             assert_eq!(recv(&outcomes, "the blocking ask's reply"), Ok(n * 2));
