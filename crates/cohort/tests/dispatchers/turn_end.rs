@@ -1,6 +1,7 @@
 //! Turn ends (`cohort::dispatcher::turn_end`): a hook deferred by handlers runs on their
 //! worker after them, once per turn however many handlers deferred it; a thread that ends no
-//! turns refuses the deferral; a panicking hook leaves the worker running.
+//! turns refuses the deferral; a panicking hook leaves the worker running; a handler that
+//! blocks on a message chain runs its turn's hooks first.
 //!
 //! Set-up: an agent blocked in a gate while `BACKLOG` messages are queued for it, so that its
 //! worker then runs them in as few turns as its dispatcher allows.
@@ -183,5 +184,91 @@ fn a_thread_that_ends_no_turns_refuses_a_deferral() {
         let from_plain_thread = std::thread::spawn(move || defer(&h)).join().unwrap();
         assert!(!from_plain_thread, "a plain thread ends no turns");
         assert_eq!(hook.runs.load(Ordering::SeqCst), 0);
+    });
+}
+
+/// A custom mailbox that hands what it gets to `chain` only when the sending worker's turn
+/// ends (at once on a thread that ends no turns).
+struct Relay {
+    hook: Arc<RelayHook>,
+}
+
+/// What [`Relay`] holds until the turn ends.
+struct RelayHook {
+    held: Mutex<Vec<u64>>,
+    chain: cohort::Mbox,
+}
+
+impl TurnEnd for RelayHook {
+    fn turn_ended(&self) {
+        for n in self.held.lock().unwrap().drain(..) {
+            self.chain.send(n);
+        }
+    }
+}
+
+impl cohort::CustomMbox for Relay {
+    fn deliver(&self, msg: cohort::AnyMessage) {
+        if let Some(n) = msg.downcast_ref::<u64>() {
+            self.hook.held.lock().unwrap().push(*n);
+            if !defer(&self.hook) {
+                self.hook.turn_ended();
+            }
+        }
+    }
+}
+
+/// Sends to the relay, then blocks on the chain the relay feeds.
+struct ChainWaiter {
+    relay: cohort::Mbox,
+    chain: cohort::mchain::Mchain,
+    got: Sender<Vec<u64>>,
+}
+
+impl Agent for ChainWaiter {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(|me: &mut Self, _: &Work, _: &mut Context<'_, Self>| {
+            me.relay.send(7u64);
+            let mut got = Vec::new();
+            cohort::mchain::receive(
+                cohort::mchain::from(&me.chain)
+                    .handle_n(1)
+                    .empty_timeout(TIMEOUT / 2),
+                &mut cohort::mchain::Handlers::new().on(|n: &u64| got.push(*n)),
+            );
+            let _ = me.got.send(got);
+        })?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_handler_blocked_on_a_chain_runs_its_turns_hooks_first() {
+    // The relay's hook feeds the chain the handler waits on: without the wait running the
+    // turn's hooks first, the handler would wait out its timeout with nothing.
+    watchdog(TIMEOUT, || {
+        let env = Environment::builder().start().unwrap();
+        let chain = env
+            .create_mchain(cohort::mchain::MchainParams::unbounded())
+            .unwrap();
+        let relay = cohort::Mbox::custom(Relay {
+            hook: Arc::new(RelayHook {
+                held: Mutex::new(Vec::new()),
+                chain: chain.as_mbox(),
+            }),
+        });
+        let (got_tx, got_rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        let waiter = coop
+            .add(ChainWaiter {
+                relay,
+                chain: chain.clone(),
+                got: got_tx,
+            })
+            .mbox();
+        env.register_coop(coop).unwrap();
+        waiter.send(Work);
+        assert_eq!(recv(&got_rx, "what the handler received"), vec![7]);
+        env.stop_and_wait();
     });
 }
