@@ -222,26 +222,12 @@ impl CustomMbox for RemoteMbox {
             mbox: self.id,
             msg,
         };
-        // Room in the queue: the writer is woken only if it sleeps and the message cannot
-        // be written here and now.
+        // Room in the queue: a busy writer takes it; a sleeping one is woken, or written for
+        // here, once the sender's turn ends (`writer::sent_while_parked`).
         let item = match peer.queue.push_quiet(item) {
             Ok(false) => return,
             Ok(true) => {
-                // Adaptive batches: on a worker, once its turn ends (or a full batch, or half
-                // the queue, waits: a handler sending a stream neither holds it nor fills the
-                // queue): the writer then takes what the turn sent. The other policies batch
-                // in the writer alone.
-                let hold_up_to = match node.config.batching {
-                    crate::config::Batching::Adaptive { max_messages, .. } => {
-                        max_messages.min(node.config.outbound_capacity / 2)
-                    }
-                    _ => 0,
-                };
-                if peer.queue.len() >= hold_up_to
-                    || !cohort::dispatcher::turn_end::defer(&self.peer.0)
-                {
-                    crate::writer::flush_sent(peer);
-                }
+                crate::writer::sent_while_parked(&self.peer.0);
                 return;
             }
             Err(item) => item,

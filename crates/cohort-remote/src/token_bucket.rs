@@ -32,16 +32,18 @@ impl TokenBucket {
     /// Spends a token; `false` when the bucket is empty even after refilling it.
     #[inline]
     pub(crate) fn spend(&mut self) -> bool {
-        if self.tokens == 0 {
-            return self.spend_at(Instant::now());
-        }
-        self.tokens -= 1;
-        true
+        self.spend_with(Instant::now)
     }
 
     /// [`TokenBucket::spend`] with the caller's clock.
     pub(crate) fn spend_at(&mut self, now: Instant) -> bool {
-        if self.tokens == 0 && !self.refill(now) {
+        self.spend_with(|| now)
+    }
+
+    /// Spends a token, reading the clock (`now`) only when the bucket is empty.
+    #[inline]
+    fn spend_with(&mut self, now: impl FnOnce() -> Instant) -> bool {
+        if self.tokens == 0 && !self.refill(now()) {
             return false;
         }
         self.tokens -= 1;

@@ -293,6 +293,22 @@ pub(crate) fn try_direct_write(peer: &PeerShared) -> bool {
     }
 }
 
+/// A send found the writer asleep. Under adaptive batching, on a cohort worker, what it
+/// queued goes out when the worker's turn ends, with the rest of the turn's sends, unless a
+/// full batch (or half the queue) already waits: then at once, so that a handler sending a
+/// stream neither holds it nor fills the queue. Elsewhere, and under the other policies
+/// (which batch in the writer alone), at once.
+pub(crate) fn sent_while_parked(peer: &Arc<PeerShared>) {
+    let config = &peer.node.config;
+    let hold_up_to = match config.batching {
+        Batching::Adaptive { max_messages, .. } => max_messages.min(config.outbound_capacity / 2),
+        _ => 0,
+    };
+    if peer.queue.len() >= hold_up_to || !cohort::dispatcher::turn_end::defer(peer) {
+        flush_sent(peer);
+    }
+}
+
 /// What the senders queued while the writer slept goes out: written here when the
 /// connection allows a direct write, else by the writer, woken.
 pub(crate) fn flush_sent(peer: &PeerShared) {

@@ -203,21 +203,16 @@ fn a_handler_streaming_more_than_a_batch_has_it_written_while_it_runs() {
         let e = env.environment();
         let (server_config, client_config) =
             no_heartbeat_wakeups(NodeConfig::new("server"), NodeConfig::new("client"));
-        let server = listening(&e, server_config, registry());
-        let got = probe::<Seq>(&e, server.export("seq"));
-        let client = Node::start(
-            &e,
-            client_config.batching(Batching::Adaptive {
-                max_messages: BATCH,
-                max_bytes: 64 * 1024,
-            }),
-            registry(),
-        )
-        .unwrap();
-        let to = client
-            .connect(server.local_addr().unwrap())
-            .unwrap()
-            .mbox("seq");
+        let client_config = client_config.batching(Batching::Adaptive {
+            max_messages: BATCH,
+            max_bytes: 64 * 1024,
+        });
+        let nodes = two_nodes(
+            (&e, server_config, registry()),
+            (&e, client_config, registry()),
+        );
+        let got = probe::<Seq>(&e, nodes.server.export("seq"));
+        let to = nodes.peer.mbox("seq");
         let (release, blocked) = std::sync::mpsc::channel();
         let streamer = on_own_thread(
             &e,
@@ -236,8 +231,8 @@ fn a_handler_streaming_more_than_a_batch_has_it_written_while_it_runs() {
         for n in BATCH as u64..3 * BATCH as u64 {
             assert_eq!(recv(&got, "the rest of the stream").n, n);
         }
-        client.shutdown();
-        server.shutdown();
+        nodes.client.shutdown();
+        nodes.server.shutdown();
         env.stop_and_wait();
     });
 }

@@ -217,15 +217,16 @@ fn a_handler_blocked_on_a_remote_request_gets_its_reply() {
             NodeConfig::new("server").token("t"),
             NodeConfig::new("client").token("t"),
         );
-        let server = listening(&e, server_config, registry());
-        let (_sitter, _holding) = sitter(&e, &server);
-        let client = Node::start(&e, client_config, registry()).unwrap();
-        let to_server = client.connect(server.local_addr().unwrap()).unwrap();
+        let nodes = two_nodes(
+            (&e, server_config, registry()),
+            (&e, client_config, registry()),
+        );
+        let (_sitter, _holding) = sitter(&e, &nodes.server);
         let (out, outcomes) = mpsc::channel();
         let asker = on_own_thread(
             &e,
             BlockingAsker {
-                to: to_server.mbox("sitter"),
+                to: nodes.peer.mbox("sitter"),
                 out,
             },
         );
@@ -233,8 +234,8 @@ fn a_handler_blocked_on_a_remote_request_gets_its_reply() {
             asker.send(AskNow { n, timeout: None });
             assert_eq!(recv(&outcomes, "the blocking ask's reply"), Ok(n * 2));
         }
-        client.shutdown();
-        server.shutdown();
+        nodes.client.shutdown();
+        nodes.server.shutdown();
         env.stop_and_wait();
     });
 }

@@ -29,6 +29,19 @@ struct Hook {
     panics: AtomicBool,
 }
 
+impl Hook {
+    /// A hook that has not run, reading `handled` at each run; it panics if `panics`.
+    fn new(handled: Arc<AtomicUsize>, report: Sender<usize>, panics: bool) -> Arc<Self> {
+        Arc::new(Hook {
+            handled,
+            runs: AtomicUsize::new(0),
+            threads: Mutex::new(Vec::new()),
+            report: Mutex::new(report),
+            panics: AtomicBool::new(panics),
+        })
+    }
+}
+
 impl TurnEnd for Hook {
     fn turn_ended(&self) {
         self.runs.fetch_add(1, Ordering::SeqCst);
@@ -86,13 +99,7 @@ fn run_backlog(kind: Kind, panics: bool) -> Seen {
     let env = Environment::builder().start().unwrap();
     let handled = Arc::new(AtomicUsize::new(0));
     let (report_tx, report_rx) = mpsc::channel();
-    let hook = Arc::new(Hook {
-        handled: handled.clone(),
-        runs: AtomicUsize::new(0),
-        threads: Mutex::new(Vec::new()),
-        report: Mutex::new(report_tx),
-        panics: AtomicBool::new(panics),
-    });
+    let hook = Hook::new(handled.clone(), report_tx, panics);
     let (g, control) = gate();
     let (deferred_tx, deferred_rx) = mpsc::channel();
     let threads = Arc::new(Mutex::new(Vec::new()));
@@ -172,13 +179,7 @@ fn a_panicking_hook_leaves_the_worker_running() {
 fn a_thread_that_ends_no_turns_refuses_a_deferral() {
     watchdog(TIMEOUT, || {
         let (report_tx, _report_rx) = mpsc::channel();
-        let hook = Arc::new(Hook {
-            handled: Arc::new(AtomicUsize::new(0)),
-            runs: AtomicUsize::new(0),
-            threads: Mutex::new(Vec::new()),
-            report: Mutex::new(report_tx),
-            panics: AtomicBool::new(false),
-        });
+        let hook = Hook::new(Arc::new(AtomicUsize::new(0)), report_tx, false);
         assert!(!defer(&hook), "the test's thread ends no turns");
         let h = hook.clone();
         let from_plain_thread = std::thread::spawn(move || defer(&h)).join().unwrap();
