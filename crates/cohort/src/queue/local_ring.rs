@@ -8,7 +8,9 @@
 //! built on the stack and then copied into its slot; its `pop_front` copies it out), and a
 //! load that spans two stores cannot be forwarded: it waits for them to reach the cache. So
 //! [`LocalRing::push_back_with`] makes room first and builds the demand straight into its
-//! slot, and [`LocalRing::pop_front`] reads it out one word at a time.
+//! slot, and [`LocalRing::pop_front`] reads it out one word at a time. No path of a push can
+//! unwind, or the demand's parts would wait in memory for the landing pad (see
+//! `grow_or_abort`).
 
 use std::mem::MaybeUninit;
 
@@ -56,10 +58,16 @@ impl<T> LocalRing<T> {
     #[inline(always)]
     pub(crate) fn push_back_with(&mut self, make: impl FnOnce() -> T) {
         if self.len == self.buf.len() {
-            self.grow();
+            grow_or_abort(self);
         }
         let i = (self.head + self.len) & (self.buf.len() - 1);
-        self.buf[i].write(make());
+        // Never out of bounds (the capacity is a power of two, at least one after the growth
+        // check); `get_mut` with an abort rather than an index keeps every path of the push
+        // from unwinding (see `grow_or_abort`).
+        let Some(slot) = self.buf.get_mut(i) else {
+            std::process::abort()
+        };
+        slot.write(make());
         self.len += 1;
     }
 
@@ -67,11 +75,15 @@ impl<T> LocalRing<T> {
     #[inline]
     pub(crate) fn push_front(&mut self, item: T) {
         if self.len == self.buf.len() {
-            self.grow();
+            grow_or_abort(self);
         }
         let mask = self.buf.len() - 1;
         self.head = self.head.wrapping_sub(1) & mask;
-        self.buf[self.head].write(item);
+        // As in `push_back_with`: in bounds, and no unwinding path.
+        let Some(slot) = self.buf.get_mut(self.head) else {
+            std::process::abort()
+        };
+        slot.write(item);
         self.len += 1;
     }
 
@@ -106,6 +118,17 @@ impl<T> LocalRing<T> {
         // now on only the new range counts as initialised (`head..head + len` below).
         unsafe { std::ptr::copy_nonoverlapping(base, base.add(old), wrapped) };
     }
+}
+
+/// [`LocalRing::grow`] as a call that cannot unwind (a panic in it, which only a capacity
+/// overflow could raise, aborts): a push's caller then keeps the value it is about to store in
+/// registers across the call, where a call that may unwind needs the value in memory for the
+/// landing pad that would drop it, and the push reads it back with a load that spans two
+/// stores (see the module documentation).
+#[cold]
+#[inline(never)]
+extern "C" fn grow_or_abort<T>(ring: &mut LocalRing<T>) {
+    ring.grow()
 }
 
 /// Moves the item out of `slot`, which the caller then treats as uninitialised.
