@@ -123,12 +123,21 @@ impl Agent for Responder {
     }
 }
 
+/// The asker's record of a run: as the peers' ports keep it (a pre-sized vector of
+/// nanoseconds, turned into a histogram after the clock stops, and the time from the first ask
+/// to the last reply), so that no framework's figure carries more bookkeeping than another's.
+struct AskRecord {
+    latencies_ns: Vec<u64>,
+    elapsed: Duration,
+}
+
 struct Asker {
     to: Mbox,
     left: u64,
     timeout: Option<Duration>,
-    latency: Histogram<u64>,
-    done: Sender<Result<Histogram<u64>, String>>,
+    started: Option<Instant>,
+    latencies_ns: Vec<u64>,
+    done: Sender<Result<AskRecord, String>>,
 }
 
 impl Asker {
@@ -141,8 +150,7 @@ impl Asker {
         }
         let asked = ask.then(
             move |me: &mut Self, reply: Result<u64, RequestError>, ctx: &mut Context<'_, Self>| {
-                me.latency
-                    .saturating_record(sent.elapsed().as_nanos() as u64);
+                me.latencies_ns.push(sent.elapsed().as_nanos() as u64);
                 match reply {
                     Ok(r) if r == n + 1 => {}
                     other => {
@@ -152,7 +160,11 @@ impl Asker {
                 }
                 me.left -= 1;
                 if me.left == 0 {
-                    let _ = me.done.send(Ok(me.latency.clone()));
+                    let elapsed = me.started.map_or(Duration::ZERO, |t| t.elapsed());
+                    let _ = me.done.send(Ok(AskRecord {
+                        latencies_ns: std::mem::take(&mut me.latencies_ns),
+                        elapsed,
+                    }));
                 } else {
                     me.ask(ctx);
                 }
@@ -166,6 +178,7 @@ impl Asker {
 
 impl Agent for Asker {
     fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.started = Some(Instant::now());
         self.ask(ctx);
     }
 }
@@ -239,26 +252,28 @@ pub fn async_ask_once(
     let to = coop.add(Responder).mbox();
     env.register_coop(coop).map_err(|e| e.to_string())?;
     let (tx, rx) = mpsc::channel();
-    let latency =
-        Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
     let mut coop = env.new_coop();
     coop.set_binder(asker);
     coop.add(Asker {
         to,
         left: count,
         timeout,
-        latency,
+        started: None,
+        latencies_ns: Vec::with_capacity(count as usize),
         done: tx,
     });
-    let started = Instant::now();
     env.register_coop(coop).map_err(|e| e.to_string())?;
-    let latency = rx
+    let record = rx
         .recv_timeout(RUN_TIMEOUT)
         .map_err(|_| "async-ask: no end in time".to_string())??;
-    let elapsed = started.elapsed();
     env.stop_and_wait();
+    let mut latency =
+        Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+    for ns in record.latencies_ns {
+        latency.saturating_record(ns);
+    }
     Ok(AskOutcome {
-        elapsed,
+        elapsed: record.elapsed,
         count,
         latency,
     })
