@@ -160,7 +160,11 @@ impl<T> Tail<T> {
     /// The caller reserved `i` (its compare-and-swap moved the state's index from `i`),
     /// `block` is what [`Tail::block`] returned before that reservation, and `next` is a block
     /// from [`Head::take_block`] when [`is_last_slot`]`(i)` (ignored otherwise).
-    #[inline]
+    ///
+    /// Always inlined: `make` arrives as a closure that the sender's reservation loop keeps
+    /// in memory, and a call would copy it out with loads that span the stores that wrote
+    /// its words (a stall of the sender per message); inlined, its words are read one by one.
+    #[inline(always)]
     pub(crate) unsafe fn write(
         &self,
         block: *mut Block<T>,
