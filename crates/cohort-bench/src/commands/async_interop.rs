@@ -76,6 +76,11 @@ pub struct AsyncAskArgs {
     /// and stopping the environment allocates cancels out): `allocations_per_round_trip`.
     #[arg(long)]
     pub allocs: bool,
+    /// Read no clock per round trip: the throughput alone, without the latency percentiles
+    /// (two clock reads per ask are a large share of a one-thread ask; `compare`'s
+    /// throughput rows run so on every side, its latency rows timed).
+    #[arg(long)]
+    pub untimed: bool,
 }
 
 /// Runs `async-ask` `runs` times per thread count: round trips per second and latency
@@ -97,6 +102,8 @@ pub fn async_ask_records(a: &AsyncAskArgs, runs: usize, machine: &Machine) -> Ve
         };
         if a.allocs {
             variant.push_str(", allocations counted");
+        } else if a.untimed {
+            variant.push_str(", untimed");
         }
         let p = params(json!({
             "count": a.count,
@@ -105,7 +112,9 @@ pub fn async_ask_records(a: &AsyncAskArgs, runs: usize, machine: &Machine) -> Ve
             "timeout_ms": a.timeout_ms,
         }));
         out.extend(sampled("async-ask", &variant, &p, runs, machine, || {
-            let once = |count| async_interop::async_ask_once(count, threads, a.layout, timeout);
+            let timed = !a.untimed && !a.allocs;
+            let once =
+                |count| async_interop::async_ask_once(count, threads, a.layout, timeout, timed);
             if a.allocs {
                 let (first, short) = alloc::process_live_of(|| once(a.count));
                 first?;
@@ -118,6 +127,12 @@ pub fn async_ask_records(a: &AsyncAskArgs, runs: usize, machine: &Machine) -> Ve
                 )]);
             }
             let o = once(a.count)?;
+            if !timed {
+                return Ok(vec![(
+                    "round_trips_per_s",
+                    o.count as f64 / o.elapsed.as_secs_f64(),
+                )]);
+            }
             Ok(round_trip_metrics(o.count, o.elapsed, &o.latency))
         }));
     }

@@ -221,7 +221,8 @@ pub fn cases(size: Size) -> Vec<Case> {
 /// The async-ask rows: one actor asks another, one ask at a time, the reply coming back as
 /// an event (cohort's `Context::request`) or a reply future awaited in the asker's handler
 /// (the peers' `ask`, `call!`, `ResponseFuture`); no timeout on any side. Round trips per
-/// second, then the p50 and p99 round trip, for each layout: one thread; two threads that
+/// second (a run that reads no clock per round trip), then the p50 and p99 round trip (a
+/// run each, every round trip timed), for each layout: one thread; two threads that
 /// the runtime shares out (cohort's `thread_pool`, the peers' 2-worker tokio runtime); the
 /// answerer on a thread of its own.
 fn ask_cases(asks: u64) -> Vec<Case> {
@@ -288,11 +289,18 @@ fn ask_cases(asks: u64) -> Vec<Case> {
         ]);
         let peer = args(&[rows[0].1, "--count", &count]);
         for (kind, id, title) in rows {
+            // The throughput row reads no clock per round trip on any side (two reads are
+            // a large share of a one-thread ask); the latency rows time every round trip.
+            let (mut cohort, mut peer) = (cohort.clone(), peer.clone());
+            if kind == Kind::Ask {
+                cohort.push("--untimed".into());
+                peer.extend(args(&["--timed", "0"]));
+            }
             out.push(Case {
                 id,
                 title,
-                cohort: cohort.clone(),
-                peer: peer.clone(),
+                cohort,
+                peer,
                 messages: asks,
                 kind,
             });

@@ -225,6 +225,7 @@ fn async_steps(futures: u64, asks: u64) -> Vec<Step> {
             layout: AskLayout::Dedicated,
             timeout_ms: 1000,
             allocs: false,
+            untimed: false,
         }),
         Step::AsyncAsk(AsyncAskArgs {
             count: asks,
@@ -232,6 +233,7 @@ fn async_steps(futures: u64, asks: u64) -> Vec<Step> {
             layout: AskLayout::Pool,
             timeout_ms: 1000,
             allocs: false,
+            untimed: false,
         }),
     ]
 }

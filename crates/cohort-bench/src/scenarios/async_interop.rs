@@ -136,13 +136,15 @@ struct Asker {
     left: u64,
     timeout: Option<Duration>,
     started: Option<Instant>,
+    /// Whether each round trip is timed.
+    timed: bool,
     latencies_ns: Vec<u64>,
     done: Sender<Result<AskRecord, String>>,
 }
 
 impl Asker {
     fn ask(&mut self, ctx: &mut Context<'_, Self>) {
-        let sent = Instant::now();
+        let sent = self.timed.then(Instant::now);
         let n = self.left;
         let mut ask = ctx.request::<u64, u64>(&self.to, n);
         if let Some(t) = self.timeout {
@@ -150,7 +152,9 @@ impl Asker {
         }
         let asked = ask.then(
             move |me: &mut Self, reply: Result<u64, RequestError>, ctx: &mut Context<'_, Self>| {
-                me.latencies_ns.push(sent.elapsed().as_nanos() as u64);
+                if let Some(sent) = sent {
+                    me.latencies_ns.push(sent.elapsed().as_nanos() as u64);
+                }
                 match reply {
                     Ok(r) if r == n + 1 => {}
                     other => {
@@ -232,12 +236,14 @@ fn ask_binders(
 }
 
 /// `count` asks, one at a time, from one agent to another on `threads` threads (1 or 2)
-/// laid out as `layout`.
+/// laid out as `layout`; each round trip timed when `timed` (else the latency histogram
+/// stays empty and the run reads no clock between its first ask and its last reply).
 pub fn async_ask_once(
     count: u64,
     threads: usize,
     layout: AskLayout,
     timeout: Option<Duration>,
+    timed: bool,
 ) -> Result<AskOutcome, String> {
     if count == 0 {
         return Err("--count must be at least 1".into());
@@ -259,7 +265,8 @@ pub fn async_ask_once(
         left: count,
         timeout,
         started: None,
-        latencies_ns: Vec::with_capacity(count as usize),
+        timed,
+        latencies_ns: Vec::with_capacity(if timed { count as usize } else { 0 }),
         done: tx,
     });
     env.register_coop(coop).map_err(|e| e.to_string())?;
@@ -293,9 +300,11 @@ mod tests {
     fn async_ask_counts_every_round_trip() {
         for layout in [AskLayout::Dedicated, AskLayout::Pool] {
             for threads in [1, 2] {
-                let o =
-                    async_ask_once(100, threads, layout, Some(Duration::from_secs(10))).unwrap();
+                let o = async_ask_once(100, threads, layout, Some(Duration::from_secs(10)), true)
+                    .unwrap();
                 assert_eq!(o.latency.len(), 100);
+                let o = async_ask_once(100, threads, layout, None, false).unwrap();
+                assert_eq!((o.count, o.latency.len()), (100, 0));
             }
         }
     }

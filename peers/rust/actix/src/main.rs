@@ -22,9 +22,11 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::CountingActor => counting(z.count),
         Scenario::FanOut => fan_out(z.workers, z.messages),
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
-        Scenario::AsyncAskOneThread => async_ask(z.count, false),
+        Scenario::AsyncAskOneThread => async_ask(z.count, z.timed != 0, false),
         // actix has no pool for async actors: on two threads, an arbiter is its way.
-        Scenario::AsyncAskTwoThreads | Scenario::AsyncAskThreadPerActor => async_ask(z.count, true),
+        Scenario::AsyncAskTwoThreads | Scenario::AsyncAskThreadPerActor => {
+            async_ask(z.count, z.timed != 0, true)
+        }
     }
 }
 
@@ -606,7 +608,7 @@ impl Handler<Question> for Answerer {
 
 #[derive(Message)]
 #[rtype(result = "()")]
-struct AskAll(u64);
+struct AskAll(u64, bool);
 
 type AskResult = Arc<Mutex<Option<Result<peer_common::AskRun, String>>>>;
 
@@ -623,17 +625,14 @@ impl Actor for Asker {
 impl Handler<AskAll> for Asker {
     type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, AskAll(count): AskAll, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, AskAll(count, timed): AskAll, _: &mut Self::Context) -> Self::Result {
         let (answerer, out) = (self.answerer.clone(), self.out.clone());
         Box::pin(async move {
-            let mut run = peer_common::AskRun {
-                latencies_ns: Vec::with_capacity(count as usize),
-                ..Default::default()
-            };
+            let mut run = peer_common::AskRun::new(count, timed);
             let started = Instant::now();
             let mut result = Ok(());
             for i in 0..count {
-                let t = Instant::now();
+                let t = run.start();
                 match answerer.send(Question(i)).await {
                     Ok(r) => run.sum += r,
                     Err(e) => {
@@ -641,7 +640,7 @@ impl Handler<AskAll> for Asker {
                         break;
                     }
                 }
-                run.latencies_ns.push(t.elapsed().as_nanos() as u64);
+                run.stop(t);
             }
             run.elapsed = started.elapsed();
             *out.lock().unwrap() = Some(result.map(|()| run));
@@ -652,7 +651,7 @@ impl Handler<AskAll> for Asker {
 
 /// actix's `Addr::send` awaited in a `ResponseFuture` (the asker's handler's result); the
 /// answerer on the system's arbiter, or on an arbiter (a thread) of its own.
-fn async_ask(count: u64, two_threads: bool) -> Result<Outcome, String> {
+fn async_ask(count: u64, timed: bool, two_threads: bool) -> Result<Outcome, String> {
     let out: AskResult = Arc::default();
     let sys = System::new();
     let other = two_threads.then(Arbiter::new);
@@ -663,7 +662,9 @@ fn async_ask(count: u64, two_threads: bool) -> Result<Outcome, String> {
             Some(h) => Answerer::start_in_arbiter(h, |_| Answerer),
             None => Answerer.start(),
         };
-        Asker { answerer, out: o }.start().do_send(AskAll(count));
+        Asker { answerer, out: o }
+            .start()
+            .do_send(AskAll(count, timed));
     });
     run_system(sys)?;
     if let Some(a) = other {
@@ -675,5 +676,5 @@ fn async_ask(count: u64, two_threads: bool) -> Result<Outcome, String> {
         .unwrap()
         .take()
         .ok_or("the asker never finished")??;
-    peer_common::ask_outcome(count, run)
+    peer_common::ask_outcome(count, timed, run)
 }

@@ -102,6 +102,9 @@ pub struct Sizes {
     pub message_count: u64,
     /// Signals each self-send worker sends itself at start.
     pub start_batch: u64,
+    /// Async ask: 1 times each round trip (the latency rows), 0 reads no clock per round
+    /// trip (the throughput rows).
+    pub timed: u64,
 }
 
 impl Sizes {
@@ -123,6 +126,7 @@ impl Sizes {
             messages: 100_000,
             message_count: 1_000_000,
             start_batch: 1,
+            timed: 1,
         }
     }
 
@@ -295,12 +299,39 @@ pub fn record_latencies(mut ns: Vec<u64>) {
 /// latency in nanoseconds, and the sum of the replies.
 #[derive(Debug, Default)]
 pub struct AskRun {
+    /// Whether each round trip is timed (`--timed 1`).
+    pub timed: bool,
     /// From before the first ask to after the last reply.
     pub elapsed: Duration,
     /// One per round trip.
     pub latencies_ns: Vec<u64>,
     /// The replies added up.
     pub sum: u64,
+}
+
+impl AskRun {
+    /// A run that times each round trip when `timed` (its vector sized for `count`).
+    pub fn new(count: u64, timed: bool) -> Self {
+        Self {
+            timed,
+            latencies_ns: Vec::with_capacity(if timed { count as usize } else { 0 }),
+            ..Default::default()
+        }
+    }
+
+    /// A round trip's start: the clock when this run times round trips.
+    #[inline]
+    pub fn start(&self) -> Option<Instant> {
+        self.timed.then(Instant::now)
+    }
+
+    /// A round trip's end: its latency kept when it was timed.
+    #[inline]
+    pub fn stop(&mut self, started: Option<Instant>) {
+        if let Some(t) = started {
+            self.latencies_ns.push(t.elapsed().as_nanos() as u64);
+        }
+    }
 }
 
 /// The question of ask `i` and its expected reply: asks `0..count` are answered with twice
@@ -311,9 +342,10 @@ pub fn ask_reply(question: u64) -> u64 {
 
 /// Checks an async-ask run of `count` asks, records its latencies for the JSON line, and
 /// gives its outcome (one message per round trip).
-pub fn ask_outcome(count: u64, run: AskRun) -> Result<Outcome, String> {
+pub fn ask_outcome(count: u64, timed: bool, run: AskRun) -> Result<Outcome, String> {
     check("sum of the replies", run.sum, count * (count - 1))?;
-    check("round trips timed", run.latencies_ns.len() as u64, count)?;
+    let expected = if timed { count } else { 0 };
+    check("round trips timed", run.latencies_ns.len() as u64, expected)?;
     record_latencies(run.latencies_ns);
     Ok(Outcome {
         elapsed: run.elapsed,
@@ -353,6 +385,7 @@ fn parse_args(args: &[String]) -> Result<(Scenario, Sizes), String> {
             "--messages" => &mut sizes.messages,
             "--message-count" => &mut sizes.message_count,
             "--start-batch" => &mut sizes.start_batch,
+            "--timed" => &mut sizes.timed,
             _ => return Err(format!("unknown flag {flag}\n{}", usage())),
         };
         *slot = n;
@@ -364,7 +397,7 @@ fn parse_args(args: &[String]) -> Result<(Scenario, Sizes), String> {
 fn usage() -> String {
     format!(
         "usage: <scenario> [--count N] [--leaves N] [--branching N] [--agents N] [--hops N] \
-         [--tokens N] [--workers N] [--messages N] [--message-count N] [--start-batch N]\n\
+         [--tokens N] [--workers N] [--messages N] [--message-count N] [--start-batch N] [--timed 0|1]\n\
          scenarios: {}",
         SCENARIOS.join(", ")
     )

@@ -42,9 +42,11 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::CountingActor => counting(z.count),
         Scenario::FanOut => fan_out(z.workers, z.messages),
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
-        Scenario::AsyncAskOneThread => async_ask(z.count, AskLayout::OneThread),
-        Scenario::AsyncAskTwoThreads => async_ask(z.count, AskLayout::TwoWorkers),
-        Scenario::AsyncAskThreadPerActor => async_ask(z.count, AskLayout::AnswererThread),
+        Scenario::AsyncAskOneThread => async_ask(z.count, z.timed != 0, AskLayout::OneThread),
+        Scenario::AsyncAskTwoThreads => async_ask(z.count, z.timed != 0, AskLayout::TwoWorkers),
+        Scenario::AsyncAskThreadPerActor => {
+            async_ask(z.count, z.timed != 0, AskLayout::AnswererThread)
+        }
     }
 }
 
@@ -636,6 +638,7 @@ struct Asker {
 
 struct AskAll {
     count: u64,
+    timed: bool,
     done: oneshot::Sender<Result<peer_common::AskRun, String>>,
 }
 
@@ -643,13 +646,10 @@ impl Message<AskAll> for Asker {
     type Reply = ();
 
     async fn handle(&mut self, m: AskAll, _: &mut Context<Self, ()>) {
-        let mut run = peer_common::AskRun {
-            latencies_ns: Vec::with_capacity(m.count as usize),
-            ..Default::default()
-        };
+        let mut run = peer_common::AskRun::new(m.count, m.timed);
         let started = Instant::now();
         for i in 0..m.count {
-            let t = Instant::now();
+            let t = run.start();
             match self.answerer.ask(Question(i)).await {
                 Ok(r) => run.sum += r,
                 Err(_) => {
@@ -657,7 +657,7 @@ impl Message<AskAll> for Asker {
                     return;
                 }
             }
-            run.latencies_ns.push(t.elapsed().as_nanos() as u64);
+            run.stop(t);
         }
         run.elapsed = started.elapsed();
         let _ = m.done.send(Ok(run));
@@ -678,7 +678,7 @@ enum AskLayout {
 
 /// kameo's `ask` (a reply future awaited in the asker's async handler), the actors laid out
 /// as `layout`.
-fn async_ask(count: u64, layout: AskLayout) -> Result<Outcome, String> {
+fn async_ask(count: u64, timed: bool, layout: AskLayout) -> Result<Outcome, String> {
     let rt = runtime(if layout == AskLayout::OneThread { 1 } else { 2 })?;
     let run = rt.block_on(async move {
         let answerer = if layout == AskLayout::AnswererThread {
@@ -690,12 +690,12 @@ fn async_ask(count: u64, layout: AskLayout) -> Result<Outcome, String> {
             answerer: answerer.clone(),
         });
         let (done, rx) = oneshot::channel();
-        let _ = asker.tell(AskAll { count, done }).try_send();
+        let _ = asker.tell(AskAll { count, timed, done }).try_send();
         let run = rx.await.map_err(|_| "the asker never finished")?;
         asker.kill();
         answerer.kill();
         run
     })?;
     drop(rt);
-    peer_common::ask_outcome(count, run)
+    peer_common::ask_outcome(count, timed, run)
 }

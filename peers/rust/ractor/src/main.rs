@@ -39,8 +39,8 @@ fn run(s: Scenario, z: &Sizes) -> Result<Outcome, String> {
         Scenario::CountingActor => counting(z.count),
         Scenario::FanOut => fan_out(z.workers, z.messages),
         Scenario::SelfSend => self_send(z.workers, z.message_count, z.start_batch),
-        Scenario::AsyncAskOneThread => async_ask(z.count, 1),
-        Scenario::AsyncAskTwoThreads => async_ask(z.count, 2),
+        Scenario::AsyncAskOneThread => async_ask(z.count, z.timed != 0, 1),
+        Scenario::AsyncAskTwoThreads => async_ask(z.count, z.timed != 0, 2),
         Scenario::AsyncAskThreadPerActor => {
             Err("not ported: ractor cannot place an actor on a thread of its own".into())
         }
@@ -689,6 +689,7 @@ struct Asker;
 
 struct AskAll {
     count: u64,
+    timed: bool,
     done: oneshot::Sender<Result<peer_common::AskRun, String>>,
 }
 
@@ -711,13 +712,10 @@ impl Actor for Asker {
         m: AskAll,
         answerer: &mut ActorRef<Question>,
     ) -> Res<()> {
-        let mut run = peer_common::AskRun {
-            latencies_ns: Vec::with_capacity(m.count as usize),
-            ..Default::default()
-        };
+        let mut run = peer_common::AskRun::new(m.count, m.timed);
         let started = Instant::now();
         for i in 0..m.count {
-            let t = Instant::now();
+            let t = run.start();
             match ractor::call!(answerer, Question::Ask, i) {
                 Ok(r) => run.sum += r,
                 Err(_) => {
@@ -725,7 +723,7 @@ impl Actor for Asker {
                     return Ok(());
                 }
             }
-            run.latencies_ns.push(t.elapsed().as_nanos() as u64);
+            run.stop(t);
         }
         run.elapsed = started.elapsed();
         let _ = m.done.send(Ok(run));
@@ -735,7 +733,7 @@ impl Actor for Asker {
 
 /// ractor's `call!` (an `RpcReplyPort` awaited in the asker's async handler, no timeout), on
 /// a runtime of `threads` workers (ractor cannot place an actor on a thread).
-fn async_ask(count: u64, threads: usize) -> Result<Outcome, String> {
+fn async_ask(count: u64, timed: bool, threads: usize) -> Result<Outcome, String> {
     let rt = runtime(threads)?;
     let run = rt.block_on(async move {
         let (answerer, a_handle) = Actor::spawn(None, Answerer, ()).await.map_err(spawn_err)?;
@@ -744,7 +742,7 @@ fn async_ask(count: u64, threads: usize) -> Result<Outcome, String> {
             .map_err(spawn_err)?;
         let (done, rx) = oneshot::channel();
         asker
-            .cast(AskAll { count, done })
+            .cast(AskAll { count, timed, done })
             .map_err(|_| "the asker is gone".to_string())?;
         let run = rx.await.map_err(|_| "the asker never finished")?;
         asker.stop(None);
@@ -754,5 +752,5 @@ fn async_ask(count: u64, threads: usize) -> Result<Outcome, String> {
         run
     })?;
     drop(rt);
-    peer_common::ask_outcome(count, run)
+    peer_common::ask_outcome(count, timed, run)
 }
