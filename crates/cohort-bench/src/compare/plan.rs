@@ -339,4 +339,24 @@ mod tests {
         assert_eq!(full[6].messages, 10_000_000);
         assert_eq!(full[7].messages, 50_000_000);
     }
+
+    /// The ask's throughput rows read no clock per round trip on any side; its latency rows
+    /// time every round trip on every side (a row that timed one side only would compare
+    /// the clock, not the asks).
+    #[test]
+    fn ask_throughput_rows_run_untimed_on_every_side() {
+        let asks = ask_cases(1_000);
+        assert_eq!(asks.len(), 9);
+        for c in &asks {
+            let cohort_untimed = c.cohort.iter().any(|a| a == "--untimed");
+            let peer_untimed = c.peer.windows(2).any(|w| w[0] == "--timed" && w[1] == "0");
+            let throughput = c.kind == Kind::Ask;
+            assert_eq!(
+                (cohort_untimed, peer_untimed),
+                (throughput, throughput),
+                "{}",
+                c.id
+            );
+        }
+    }
 }
