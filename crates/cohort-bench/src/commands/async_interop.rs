@@ -127,12 +127,6 @@ pub fn async_ask_records(a: &AsyncAskArgs, runs: usize, machine: &Machine) -> Ve
                 )]);
             }
             let o = once(a.count)?;
-            if !timed {
-                return Ok(vec![(
-                    "round_trips_per_s",
-                    o.count as f64 / o.elapsed.as_secs_f64(),
-                )]);
-            }
             Ok(round_trip_metrics(o.count, o.elapsed, &o.latency))
         }));
     }

@@ -94,17 +94,21 @@ pub fn push_sample<'a>(metrics: &mut Vec<(&'a str, Vec<f64>)>, metric: &'a str, 
 }
 
 /// Round trips per second and the round-trip latency percentiles (p50, p99, p99.9) of `count`
-/// round trips that took `elapsed`, their latencies in `latency` (nanoseconds).
+/// round trips that took `elapsed`, their latencies in `latency` (nanoseconds); the rate alone
+/// when no round trip was timed (an empty `latency`).
 pub fn round_trip_metrics(
     count: u64,
     elapsed: std::time::Duration,
     latency: &hdrhistogram::Histogram<u64>,
 ) -> Vec<(&'static str, f64)> {
-    let q = |q: f64| latency.value_at_quantile(q) as f64;
-    vec![
-        ("round_trips_per_s", count as f64 / elapsed.as_secs_f64()),
-        ("latency_ns_p50", q(0.5)),
-        ("latency_ns_p99", q(0.99)),
-        ("latency_ns_p999", q(0.999)),
-    ]
+    let mut out = vec![("round_trips_per_s", count as f64 / elapsed.as_secs_f64())];
+    if !latency.is_empty() {
+        let q = |q: f64| latency.value_at_quantile(q) as f64;
+        out.extend([
+            ("latency_ns_p50", q(0.5)),
+            ("latency_ns_p99", q(0.99)),
+            ("latency_ns_p999", q(0.999)),
+        ]);
+    }
+    out
 }

@@ -116,15 +116,13 @@ impl<A: Agent> Subscriptions<A> {
             .iter_mut()
             .find(|e| e.key == key && e.mbox == mbox && e.slot == want)
         {
-            match &mut e.extras {
-                Some(x) => x.shared = Some(handler),
-                None => {
-                    e.extras = Some(Box::new(Extras {
-                        named: None,
-                        shared: Some(handler),
-                    }))
-                }
-            }
+            let extras = e.extras.get_or_insert_with(|| {
+                Box::new(Extras {
+                    named: None,
+                    shared: None,
+                })
+            });
+            extras.shared = Some(handler);
         }
     }
 

@@ -10,7 +10,7 @@
 //! [`LocalRing::push_back_with`] makes room first and builds the demand straight into its
 //! slot, and [`LocalRing::pop_front`] reads it out one word at a time. No path of a push can
 //! unwind, or the demand's parts would wait in memory for the landing pad (see
-//! `grow_or_abort`).
+//! `LocalRing::grow`).
 
 use std::mem::MaybeUninit;
 
@@ -58,16 +58,10 @@ impl<T> LocalRing<T> {
     #[inline(always)]
     pub(crate) fn push_back_with(&mut self, make: impl FnOnce() -> T) {
         if self.len == self.buf.len() {
-            grow_or_abort(self);
+            self.grow();
         }
         let i = (self.head + self.len) & (self.buf.len() - 1);
-        // Never out of bounds (the capacity is a power of two, at least one after the growth
-        // check); `get_mut` with an abort rather than an index keeps every path of the push
-        // from unwinding (see `grow_or_abort`).
-        let Some(slot) = self.buf.get_mut(i) else {
-            std::process::abort()
-        };
-        slot.write(make());
+        self.slot(i).write(make());
         self.len += 1;
     }
 
@@ -75,15 +69,11 @@ impl<T> LocalRing<T> {
     #[inline]
     pub(crate) fn push_front(&mut self, item: T) {
         if self.len == self.buf.len() {
-            grow_or_abort(self);
+            self.grow();
         }
         let mask = self.buf.len() - 1;
         self.head = self.head.wrapping_sub(1) & mask;
-        // As in `push_back_with`: in bounds, and no unwinding path.
-        let Some(slot) = self.buf.get_mut(self.head) else {
-            std::process::abort()
-        };
-        slot.write(item);
+        self.slot(self.head).write(item);
         self.len += 1;
     }
 
@@ -99,12 +89,29 @@ impl<T> LocalRing<T> {
         Some(read_by_words(&self.buf[i]))
     }
 
+    /// Slot `i` of a push, `i` masked by the capacity after the growth check (so always in
+    /// bounds); an abort rather than an index's panic keeps the push free of unwinding paths
+    /// (see [`LocalRing::grow`]).
+    #[inline(always)]
+    fn slot(&mut self, i: usize) -> &mut MaybeUninit<T> {
+        match self.buf.get_mut(i) {
+            Some(slot) => slot,
+            None => std::process::abort(),
+        }
+    }
+
     /// Doubles the capacity (or allocates the first slots), keeping the order. The buffer
     /// is reallocated (large ones are remapped, not copied), then the items that had wrapped
     /// round to its start move behind the others.
+    ///
+    /// `extern "C"`: a call that cannot unwind (a panic in it, which only a capacity overflow
+    /// could raise, aborts), so a push's caller keeps the value it is about to store in
+    /// registers across it. Across a call that may unwind, the value must wait in memory for
+    /// the landing pad that would drop it, and the push reads it back with a load that spans
+    /// two stores (see the module documentation).
     #[cold]
     #[inline(never)]
-    fn grow(&mut self) {
+    extern "C" fn grow(&mut self) {
         let old = self.buf.len();
         debug_assert_eq!(self.len, old, "grows only when full");
         self.buf
@@ -118,17 +125,6 @@ impl<T> LocalRing<T> {
         // now on only the new range counts as initialised (`head..head + len` below).
         unsafe { std::ptr::copy_nonoverlapping(base, base.add(old), wrapped) };
     }
-}
-
-/// [`LocalRing::grow`] as a call that cannot unwind (a panic in it, which only a capacity
-/// overflow could raise, aborts): a push's caller then keeps the value it is about to store in
-/// registers across the call, where a call that may unwind needs the value in memory for the
-/// landing pad that would drop it, and the push reads it back with a load that spans two
-/// stores (see the module documentation).
-#[cold]
-#[inline(never)]
-extern "C" fn grow_or_abort<T>(ring: &mut LocalRing<T>) {
-    ring.grow()
 }
 
 /// Moves the item out of `slot`, which the caller then treats as uninitialised.

@@ -676,5 +676,5 @@ fn async_ask(count: u64, timed: bool, two_threads: bool) -> Result<Outcome, Stri
         .unwrap()
         .take()
         .ok_or("the asker never finished")??;
-    peer_common::ask_outcome(count, timed, run)
+    peer_common::ask_outcome(count, run)
 }

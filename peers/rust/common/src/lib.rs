@@ -342,9 +342,9 @@ pub fn ask_reply(question: u64) -> u64 {
 
 /// Checks an async-ask run of `count` asks, records its latencies for the JSON line, and
 /// gives its outcome (one message per round trip).
-pub fn ask_outcome(count: u64, timed: bool, run: AskRun) -> Result<Outcome, String> {
+pub fn ask_outcome(count: u64, run: AskRun) -> Result<Outcome, String> {
     check("sum of the replies", run.sum, count * (count - 1))?;
-    let expected = if timed { count } else { 0 };
+    let expected = if run.timed { count } else { 0 };
     check("round trips timed", run.latencies_ns.len() as u64, expected)?;
     record_latencies(run.latencies_ns);
     Ok(Outcome {

@@ -697,5 +697,5 @@ fn async_ask(count: u64, timed: bool, layout: AskLayout) -> Result<Outcome, Stri
         run
     })?;
     drop(rt);
-    peer_common::ask_outcome(count, timed, run)
+    peer_common::ask_outcome(count, run)
 }

@@ -752,5 +752,5 @@ fn async_ask(count: u64, timed: bool, threads: usize) -> Result<Outcome, String>
         run
     })?;
     drop(rt);
-    peer_common::ask_outcome(count, timed, run)
+    peer_common::ask_outcome(count, run)
 }
