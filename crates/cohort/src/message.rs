@@ -187,6 +187,21 @@ impl Envelope {
         }
     }
 
+    /// An immutable message already in its box (built there field by field, so that it is
+    /// not copied from the sender's stack into the box).
+    #[inline]
+    pub(crate) fn immutable_boxed<M: Send + Sync + 'static>(msg: Box<M>) -> Self {
+        if is_inline::<M>() {
+            return Self::immutable(*msg);
+        }
+        let mut payload = Payload::uninit();
+        payload.write(Box::into_raw(msg) as usize);
+        Self {
+            meta: Metas::<M>::IMMUTABLE,
+            payload,
+        }
+    }
+
     /// One receiver's share of a message several receivers handle by reference.
     #[inline]
     pub(crate) fn shared<M: Send + Sync + 'static>(msg: Arc<M>) -> Self {
@@ -305,6 +320,37 @@ impl Envelope {
             // (caller); both point at the `M`.
             unsafe { &*(self.payload.assume_init() as *const M) }
         }
+    }
+
+    /// Borrows an unshared message as a mutable `M`: the envelope owns it alone.
+    ///
+    /// # Safety
+    /// As for [`Envelope::get`], and the payload is not shared ([`Envelope::is_shared`]).
+    #[inline]
+    pub(crate) unsafe fn get_mut<M: 'static>(&mut self) -> &mut M {
+        if is_inline::<M>() {
+            // SAFETY: as in `get`; the word is this envelope's own.
+            unsafe { &mut *self.payload.as_mut_ptr().cast::<M>() }
+        } else {
+            // SAFETY: an unshared payload is a `Box<M>` pointer this envelope owns (caller).
+            unsafe { &mut *(self.payload.assume_init() as *mut M) }
+        }
+    }
+
+    /// Takes the box of an unshared message out as a `Box<M>` (its memory can be reused).
+    ///
+    /// # Safety
+    /// As for [`Envelope::get_mut`].
+    #[inline]
+    pub(crate) unsafe fn into_box<M: 'static>(self) -> Box<M> {
+        if is_inline::<M>() {
+            // SAFETY: as the caller guarantees.
+            return Box::new(unsafe { self.take::<M>() });
+        }
+        let this = ManuallyDrop::new(self);
+        // SAFETY: an unshared boxed payload is a `Box<M>` pointer this envelope owns
+        // (caller), reclaimed once: `ManuallyDrop` keeps the envelope from dropping it.
+        unsafe { Box::from_raw(this.payload.assume_init() as *mut M) }
     }
 
     /// Takes the message out as an `M`; the envelope then drops nothing.

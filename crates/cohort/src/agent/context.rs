@@ -206,16 +206,19 @@ impl<'a, A: Agent> Context<'a, A> {
     /// let pending = len.request::<String, usize>("abc".into());
     /// assert_eq!(pending.wait(Duration::from_secs(5)), Ok(3));
     /// ```
-    pub fn on_request<Req, Reply, F>(&mut self, mut handler: F) -> Result<(), SubscribeError>
+    pub fn on_request<Req, Reply, F>(&mut self, handler: F) -> Result<(), SubscribeError>
     where
         Req: Send + Sync + 'static,
         Reply: Send + 'static,
         F: for<'c> FnMut(&mut A, &Req, &mut Context<'c, A>) -> Reply + Send + 'static,
     {
-        self.on(
-            move |agent: &mut A, r: &crate::Request<Req, Reply>, ctx: &mut Context<'_, A>| {
-                r.reply(handler(agent, r.payload(), ctx));
-            },
+        self.add_entry(
+            DEFAULT_STATE,
+            HANDLE,
+            None,
+            TypeId::of::<crate::Request<Req, Reply>>(),
+            std::any::type_name::<crate::Request<Req, Reply>>,
+            request_handler(handler),
         )
     }
 
@@ -563,6 +566,37 @@ where
             // envelopes built from an immutable (possibly shared) `M` carry.
             let msg = unsafe { env.get::<M>() };
             handler(agent, msg, ctx)
+        },
+    )
+}
+
+/// Wraps a request's handler as a type-erased one that replies with what it returns: as the
+/// request's only holder when the envelope is not shared (no swap), else as any replier.
+pub(crate) fn request_handler<A, Req, Reply, F>(mut handler: F) -> Handler<A>
+where
+    A: Agent,
+    Req: Send + Sync + 'static,
+    Reply: Send + 'static,
+    F: for<'c> FnMut(&mut A, &Req, &mut Context<'c, A>) -> Reply + Send + 'static,
+{
+    Box::new(
+        move |agent: &mut A, mut env: Envelope, ctx: &mut Context<'_, A>| {
+            if env.is_shared() {
+                // SAFETY: the key `TypeId::of::<Request<Req, Reply>>()` is only carried by
+                // envelopes built from an immutable (possibly shared) `Request<Req, Reply>`.
+                let r = unsafe { env.get::<crate::Request<Req, Reply>>() };
+                r.reply(handler(agent, r.payload(), ctx));
+            } else {
+                // SAFETY: as above, and an unshared envelope owns its request alone.
+                let r = unsafe { env.get_mut::<crate::Request<Req, Reply>>() };
+                let reply = handler(agent, r.payload(), ctx);
+                r.reply_owned(reply);
+                // The asker (on this thread, often) is about to box its next request.
+                // SAFETY: as above.
+                crate::future::spare::drop_and_keep(unsafe {
+                    env.into_box::<crate::Request<Req, Reply>>()
+                });
+            }
         },
     )
 }

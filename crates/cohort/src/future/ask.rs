@@ -12,6 +12,7 @@
 //! nothing more.
 
 use super::completion::{Completion, Head};
+use super::spare;
 use crate::agent::cell::{ACTIVE, DynCell, NEW};
 use crate::agent::{Agent, Context};
 use crate::error::AsyncError;
@@ -22,6 +23,7 @@ use crate::timer::TimerId;
 use crate::timer::task::{Deliver, Once, Timer};
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -138,13 +140,20 @@ where
             _ => return Err(AsyncError::AgentFinishing),
         }
         let Some(timeout) = self.timeout else {
-            let owned = Box::new(OwnedAsk::<A, Reply, H> {
-                head: Head::new(OwnedAsk::<A, Reply, H>::run_answered),
-                cell: Some(self.ctx.cell_arc()),
-                handler,
-                outcome: None,
-            });
-            self.to.send(Request::with_answer(self.req, owned));
+            // Each box is allocated before its value is made and the value written into it,
+            // not made on the stack and copied after the allocation (a copy whose wide loads
+            // wait for the narrow stores that had just made it).
+            let owned = Box::write(
+                spare::boxed(),
+                OwnedAsk::<A, Reply, H> {
+                    head: Head::new(OwnedAsk::<A, Reply, H>::run_answered),
+                    cell: Some(self.ctx.cell_arc()),
+                    handler,
+                    outcome: None,
+                },
+            );
+            let request = Box::write(spare::boxed(), Request::with_answer(self.req, owned));
+            self.to.send_boxed(request);
             return Ok(());
         };
         let state = Arc::new(AskState::<A, Reply, H> {
@@ -203,12 +212,16 @@ impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> OwnedAsk<A, R
     /// # Safety
     /// `head` is the head of a leaked `Box<OwnedAsk<A, Reply, H>>`, used once.
     unsafe fn run_answered(head: NonNull<Head<A>>, with: Option<(&mut A, &mut Context<'_, A>)>) {
+        let ask = head.as_ptr().cast::<Self>();
         // SAFETY: `head` is the first field of a `repr(C)` `OwnedAsk` leaked by `answer`
-        // (caller), so its address is the box's, taken back exactly once.
-        let ask = unsafe { Box::from_raw(head.as_ptr().cast::<Self>()) };
+        // (caller), so its address is the box's; its value is moved out exactly once here.
         let OwnedAsk {
             handler, outcome, ..
-        } = *ask;
+        } = unsafe { ask.read() };
+        // SAFETY: the same box, its value moved out: what is left is its memory.
+        let memory = unsafe { Box::from_raw(ask.cast::<MaybeUninit<Self>>()) };
+        // The handler is likely to ask again: this memory is kept for that ask.
+        spare::keep(memory);
         if let (Some(outcome), Some((agent, ctx))) = (outcome, with) {
             handler(agent, outcome, ctx)
         }
@@ -218,7 +231,20 @@ impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> OwnedAsk<A, R
 impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> Answer<Reply>
     for OwnedAsk<A, Reply, H>
 {
-    fn answer(mut self: Box<Self>, outcome: Result<Reply, RequestError>) {
+    fn answer(self: Box<Self>, outcome: Result<Reply, RequestError>) {
+        self.settle(outcome)
+    }
+
+    fn reply(self: Box<Self>, reply: Reply) {
+        self.settle(Ok(reply))
+    }
+}
+
+impl<A: Agent, Reply: Send + 'static, H: OutcomeHandler<A, Reply>> OwnedAsk<A, Reply, H> {
+    /// Keeps `outcome` in the box and hands the box to the asker as the event that runs its
+    /// handler (inlined into both callers, so the outcome is written into the box once).
+    #[inline(always)]
+    fn settle(mut self: Box<Self>, outcome: Result<Reply, RequestError>) {
         let Some(cell) = self.cell.take() else { return };
         self.outcome = Some(outcome);
         // SAFETY: `head` is the first field of this `repr(C)` box, leaked for the completion;

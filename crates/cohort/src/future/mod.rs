@@ -43,6 +43,7 @@ mod ask;
 mod catch;
 pub(crate) mod completion;
 pub(crate) mod runtime;
+pub(crate) mod spare;
 mod spawn;
 mod table;
 

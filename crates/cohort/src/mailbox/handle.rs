@@ -358,6 +358,25 @@ impl Mbox {
         }
     }
 
+    /// [`Mbox::send`] for a message already in its box.
+    #[inline]
+    pub(crate) fn send_boxed<M: Send + Sync + 'static>(&self, msg: Box<M>) {
+        if trace::on() {
+            self.trace_sent(std::any::type_name::<M>());
+        }
+        match &self.kind {
+            MboxKind::Direct(cell) => {
+                deliver(cell, cell.mbox_id(), Envelope::immutable_boxed(msg), 0)
+            }
+            MboxKind::Indirect(m) => match &**m {
+                IndirectMbox::Named(n) => n.publish(*msg),
+                IndirectMbox::Custom(t) => {
+                    t.deliver(AnyMessage::from_envelope(Envelope::immutable_boxed(msg)))
+                }
+            },
+        }
+    }
+
     /// Sends a mutable message: its one receiver's handler (subscribed with
     /// [`Context::on_mut`](crate::Context::on_mut) or
     /// [`Context::subscribe_mut`](crate::Context::subscribe_mut)) takes it by value. Only a

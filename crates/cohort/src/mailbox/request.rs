@@ -172,6 +172,10 @@ pub trait ReplyHook<Reply>: Send + Sync {
 pub(crate) trait Answer<Reply>: Send {
     /// The reply, or why there is none; taking the target by value makes it happen once.
     fn answer(self: Box<Self>, outcome: Result<Reply, RequestError>);
+
+    /// The reply (the common outcome), passed as itself: no `Result` made on the stack
+    /// for the callee to copy out.
+    fn reply(self: Box<Self>, reply: Reply);
 }
 
 enum ReplyTo<Reply> {
@@ -285,6 +289,19 @@ impl<Req, Reply> Request<Req, Reply> {
         }
     }
 
+    /// [`Request::reply`] by the request's only holder: nothing else can be taking the
+    /// target at the same time, so no swap decides who takes it.
+    #[inline]
+    pub(crate) fn reply_owned(&mut self, reply: Reply) -> bool {
+        match self.to.take_mut() {
+            Some(to) => {
+                to.send(reply);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Takes the right to answer, to reply later (from another message's handler, another
     /// thread); `None` if already answered or deferred. A [`Responder`] dropped without
     /// replying completes the request with [`RequestError::NotReplied`].
@@ -310,7 +327,10 @@ impl<Reply> ReplyTo<Reply> {
     }
 
     fn send(self, reply: Reply) {
-        self.settle(Ok(reply))
+        match self {
+            ReplyTo::Ask(a) => a.reply(reply),
+            other => other.settle(Ok(reply)),
+        }
     }
 
     fn fail(self) {

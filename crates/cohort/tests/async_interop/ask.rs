@@ -266,3 +266,70 @@ fn a_zero_timeout_is_a_typed_error() {
         env.wait();
     });
 }
+
+/// Asks again from each reply's handler, the handlers alternating between two closure types
+/// of different sizes (the block an outcome frees is lent to the next ask, if it fits);
+/// reports every reply.
+struct ChainAsker {
+    to: Mbox,
+    left: u64,
+    replies: Vec<u64>,
+    out: Sender<Vec<u64>>,
+}
+
+impl ChainAsker {
+    fn ask(&mut self, ctx: &mut Context<'_, Self>) {
+        let n = self.left;
+        let asked = if n.is_multiple_of(2) {
+            ctx.request::<u64, u64>(&self.to, n).then(
+                move |me: &mut Self, r, ctx: &mut Context<'_, Self>| me.got(r.map(|r| r - n), ctx),
+            )
+        } else {
+            let pad = [n; 6];
+            ctx.request::<u64, u64>(&self.to, n).then(
+                move |me: &mut Self, r, ctx: &mut Context<'_, Self>| {
+                    me.got(r.map(|r| r - pad.iter().sum::<u64>() / 6), ctx)
+                },
+            )
+        };
+        asked.unwrap();
+    }
+
+    fn got(&mut self, reply: Result<u64, RequestError>, ctx: &mut Context<'_, Self>) {
+        self.replies.push(reply.unwrap());
+        self.left -= 1;
+        if self.left == 0 {
+            self.out.send(std::mem::take(&mut self.replies)).unwrap();
+        } else {
+            self.ask(ctx);
+        }
+    }
+}
+
+impl Agent for ChainAsker {
+    fn start(&mut self, ctx: &mut Context<'_, Self>) {
+        self.ask(ctx);
+    }
+}
+
+#[test]
+fn asks_made_from_each_reply_s_handler_all_get_their_own_reply() {
+    watchdog(TIMEOUT, || {
+        let env = Environment::builder().start().unwrap();
+        let mut coop = env.new_coop();
+        let to = coop.add(Doubler).mbox();
+        let (tx, rx) = mpsc::channel();
+        coop.add(ChainAsker {
+            to,
+            left: 1000,
+            replies: Vec::new(),
+            out: tx,
+        });
+        env.register_coop(coop).unwrap();
+        // Each reply is 2n, less the n its own handler captured: n again.
+        let replies = recv(&rx, "a thousand replies");
+        assert_eq!(replies, (1..=1000).rev().collect::<Vec<u64>>());
+        env.stop();
+        env.wait();
+    });
+}
