@@ -8,8 +8,8 @@
 //! (a timer of the environment's timer service) share the state and race for the handler
 //! under one lock: the first takes it, the other finds nothing. Either way the outcome is
 //! delivered exactly once, and the event that carries it is the ask's state itself (it
-//! starts with a completion's header), so an ask allocates its state and its request,
-//! nothing more.
+//! starts with a completion's header), so an ask needs two blocks, its state and its
+//! request, which the thread's spare blocks ([`spare`]) often provide.
 
 use super::completion::{Completion, Head};
 use super::spare;
