@@ -16,7 +16,16 @@ Options:
                   than OLD by more than the threshold beyond that spread
     --threshold P percent, default 3
     --out DIR     keep every run's JSON lines there (old-1.json, new-1.json, aa-1.json, ...)
+    --peer BIN    also run a peer's port in every round (peers/rust/target/release/peer-actix,
+                  say) with --peer-args, and print each side's rate over the peer's; the peer's
+                  rate is its JSON line's `messages` over `elapsed_s`
+    --peer-args A the peer's arguments, one string (`'async-ask-one-thread --count 2000000
+                  --timed 0'`)
     --verbose     pass the runs' stderr (progress bars) through
+
+With `--runs 1` in BENCH-ARGS every round is one run of each side: on this project's 2-vCPU
+VM a one-thread scenario runs at one of two speeds, run by run, so many short rounds give
+both sides the same mix where a median of three runs per side can compare different modes.
 
 Example, from the workspace root (build each side and copy its binary away, since the next
 build overwrites target/release/cohort-bench):
@@ -111,7 +120,8 @@ def main():
     ap = argparse.ArgumentParser(
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="%(prog)s OLD NEW [--rounds N] [--aa] [--threshold P] [--out DIR] -- BENCH-ARGS...",
+        usage="%(prog)s OLD NEW [--rounds N] [--aa] [--threshold P] [--out DIR] [--peer BIN "
+              "--peer-args A] -- BENCH-ARGS...",
     )
     ap.add_argument("old")
     ap.add_argument("new")
@@ -119,6 +129,8 @@ def main():
     ap.add_argument("--aa", action="store_true")
     ap.add_argument("--threshold", type=float, default=3.0)
     ap.add_argument("--out")
+    ap.add_argument("--peer")
+    ap.add_argument("--peer-args", default="")
     ap.add_argument("--verbose", action="store_true")
     argv = sys.argv[1:]
     opts = argv[: argv.index("--")] if "--" in argv else argv
@@ -152,7 +164,12 @@ def main():
         values = {name: {} for name, _ in sides}
         failed = set()
         order = []
+        peer_rates = []
         for rnd in range(1, args.rounds + 1):
+            if args.peer:
+                rate = run_peer(args.peer, args.peer_args.split(), args.verbose)
+                if rate is not None:
+                    peer_rates.append(rate)
             for name, binary in sides:
                 print("ab.py: round {}/{}: {}".format(rnd, args.rounds, name), file=sys.stderr)
                 text, records = run_once(binary, bench_args, args.verbose)
@@ -170,7 +187,40 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    return report(order, values, failed, args)
+    status = report(order, values, failed, args)
+    if args.peer:
+        report_peer(order, values, peer_rates, args)
+    return status
+
+
+def run_peer(binary, peer_args, verbose):
+    """Runs a peer's port once; its rate (messages per second), or None if it failed."""
+    proc = subprocess.run([binary] + peer_args, stdout=subprocess.PIPE,
+                          stderr=None if verbose else subprocess.PIPE, universal_newlines=True)
+    lines = [l for l in proc.stdout.splitlines() if l.strip().startswith("{")]
+    if proc.returncode != 0 or not lines:
+        print("ab.py: the peer `{}` failed".format(" ".join([binary] + peer_args)),
+              file=sys.stderr)
+        return None
+    r = json.loads(lines[-1])
+    return r["messages"] / r["elapsed_s"] if r.get("ok") and r.get("elapsed_s") else None
+
+
+def report_peer(order, values, peer_rates, args):
+    """Prints the peer's median rate and each side's rate rows over it."""
+    print()
+    if not peer_rates:
+        print("peer: no successful run")
+        return
+    peer = statistics.median(peer_rates)
+    print("peer {}: median {:.4g}/s over {} runs".format(
+        os.path.basename(args.peer), peer, len(peer_rates)))
+    for key in order:
+        if not key[2].endswith("_per_s"):
+            continue
+        cells = ["{} x{:.3f}".format(name.upper(), statistics.median(values[name][key]) / peer)
+                 for name in values if values[name].get(key)]
+        print("  {} / {} / {}: {}".format(key[0], key[1], key[2], ", ".join(cells)))
 
 
 def report(order, values, failed, args):

@@ -358,22 +358,16 @@ impl Mbox {
         }
     }
 
-    /// [`Mbox::send`] for a message already in its box.
+    /// [`Mbox::send`] for a message already in its box: to a direct mailbox the box becomes
+    /// the envelope's; any other path (tracing, 1:N, custom) is `send`'s, with the message
+    /// taken out of its box.
     #[inline]
     pub(crate) fn send_boxed<M: Send + Sync + 'static>(&self, msg: Box<M>) {
-        if trace::on() {
-            self.trace_sent(std::any::type_name::<M>());
-        }
         match &self.kind {
-            MboxKind::Direct(cell) => {
+            MboxKind::Direct(cell) if !trace::on() => {
                 deliver(cell, cell.mbox_id(), Envelope::immutable_boxed(msg), 0)
             }
-            MboxKind::Indirect(m) => match &**m {
-                IndirectMbox::Named(n) => n.publish(*msg),
-                IndirectMbox::Custom(t) => {
-                    t.deliver(AnyMessage::from_envelope(Envelope::immutable_boxed(msg)))
-                }
-            },
+            _ => self.send(*msg),
         }
     }
 
