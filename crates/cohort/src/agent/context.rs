@@ -3,7 +3,7 @@
 use super::Agent;
 use crate::agent::cell::DynCell;
 use crate::agent::state::DEFAULT_STATE;
-use crate::agent::subscription::{Action, HANDLE, Handler, Subscriptions};
+use crate::agent::subscription::{Action, HANDLE, NewHandler, Subscriptions};
 use crate::error::{LimitError, RegisterError, SubscribeError};
 use crate::mailbox::limits::MessageLimits;
 use crate::mailbox::{IndirectMbox, ItSelf, Mbox, deliver};
@@ -120,7 +120,7 @@ impl<'a, A: Agent> Context<'a, A> {
         mbox: Option<&Mbox>,
         key: TypeId,
         type_name: fn() -> &'static str,
-        handler: Handler<A>,
+        handler: NewHandler<A>,
     ) -> Result<(), SubscribeError> {
         let own = self.cell().mbox_id();
         let named = match mbox.map(|m| (m, m.as_named())) {
@@ -139,15 +139,23 @@ impl<'a, A: Agent> Context<'a, A> {
             Some((_, Some(n))) => Some(n.clone()),
         };
         let id = named.as_ref().map_or(own, |n| n.id());
-        let register = named.is_some() && !self.subs.has_any(id, key);
-        self.subs
-            .add(state, action, id, key, type_name, handler, named.clone())?;
+        let register = named.is_some() && !self.subs.has_any(own, id, key);
+        self.subs.add(
+            own,
+            state,
+            action,
+            id,
+            key,
+            type_name,
+            handler,
+            named.clone(),
+        )?;
         if let (true, Some(n)) = (register, named)
             && let Err(e) = self.register_named(&n, key, type_name())
         {
             // Refused (a unique-subscribers mailbox taken): take the new entry out without
             // unregistering, since it never was registered.
-            self.subs.forget(id, key);
+            self.subs.forget(own, id, key);
             return Err(e);
         }
         Ok(())
@@ -264,6 +272,7 @@ impl<'a, A: Agent> Context<'a, A> {
             immutable_handler(move |a: &mut A, m: &M, _: &mut Context<'_, A>| exclusive(a, m)),
         )?;
         self.subs.add_shared(
+            id,
             id,
             TypeId::of::<M>(),
             DEFAULT_STATE,
@@ -418,7 +427,7 @@ impl<'a, A: Agent> Context<'a, A> {
             return Err(SubscribeError::FilterOnDirectMailbox { message_type });
         };
         let key = TypeId::of::<M>();
-        if !self.subs.has_any(named.id(), key) {
+        if !self.subs.has_any(self.cell().mbox_id(), named.id(), key) {
             return Err(SubscribeError::FilterWithoutSubscription { message_type });
         }
         // SAFETY: the filter is kept under the key `TypeId::of::<M>()`, which only envelopes
@@ -554,13 +563,13 @@ impl<'a, A: Agent> Context<'a, A> {
 }
 
 /// Wraps a handler of immutable `M` as a type-erased one.
-pub(crate) fn immutable_handler<A, M, F>(mut handler: F) -> Handler<A>
+pub(crate) fn immutable_handler<A, M, F>(mut handler: F) -> NewHandler<A>
 where
     A: Agent,
     M: Send + 'static,
     F: for<'c> FnMut(&mut A, &M, &mut Context<'c, A>) + Send + 'static,
 {
-    Box::new(
+    NewHandler::new(
         move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
             // SAFETY: the handler is found by the key `TypeId::of::<M>()`, which only
             // envelopes built from an immutable (possibly shared) `M` carry.
@@ -572,14 +581,14 @@ where
 
 /// Wraps a request's handler as a type-erased one that replies with what it returns: as the
 /// request's only holder when the envelope is not shared (no swap), else as any replier.
-pub(crate) fn request_handler<A, Req, Reply, F>(mut handler: F) -> Handler<A>
+pub(crate) fn request_handler<A, Req, Reply, F>(mut handler: F) -> NewHandler<A>
 where
     A: Agent,
     Req: Send + Sync + 'static,
     Reply: Send + 'static,
     F: for<'c> FnMut(&mut A, &Req, &mut Context<'c, A>) -> Reply + Send + 'static,
 {
-    Box::new(
+    NewHandler::new(
         move |agent: &mut A, mut env: Envelope, ctx: &mut Context<'_, A>| {
             if env.is_shared() {
                 // SAFETY: the key `TypeId::of::<Request<Req, Reply>>()` is only carried by
@@ -602,13 +611,13 @@ where
 }
 
 /// Wraps a handler of mutable `M` as a type-erased one.
-pub(crate) fn mutable_handler<A, M, F>(mut handler: F) -> Handler<A>
+pub(crate) fn mutable_handler<A, M, F>(mut handler: F) -> NewHandler<A>
 where
     A: Agent,
     M: Send + 'static,
     F: for<'c> FnMut(&mut A, M, &mut Context<'c, A>) + Send + 'static,
 {
-    Box::new(
+    NewHandler::new(
         move |agent: &mut A, env: Envelope, ctx: &mut Context<'_, A>| {
             // SAFETY: the key `TypeId::of::<Mutable<M>>()` is only carried by envelopes
             // built by `Envelope::mutable::<M>`; the message is taken exactly once.

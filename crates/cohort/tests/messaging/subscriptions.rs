@@ -165,3 +165,94 @@ fn unsubscribing_in_define() {
         assert_eq!(dead.of::<Ping>(), vec![DeliveryFailure::NoHandler]);
     });
 }
+
+/// Subscribes to `Ping` in `define` with handlers that capture nothing (so agents of this
+/// type share one table); `Disable` unsubscribes it, `Enable` subscribes it again.
+struct Member {
+    id: usize,
+    tx: Sender<(usize, Report)>,
+}
+
+impl Member {
+    fn on_ping(&mut self, _: &Ping, _: &mut Context<'_, Self>) {
+        let _ = self.tx.send((self.id, Report::Pong));
+    }
+}
+
+impl Agent for Member {
+    fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
+        ctx.on(Self::on_ping)?;
+        ctx.on(|me: &mut Self, _: &Disable, ctx: &mut Context<'_, Self>| {
+            let removed = ctx.unsubscribe::<Ping>();
+            let _ = me.tx.send((me.id, Report::Unsubscribed(removed)));
+        })?;
+        ctx.on(|me: &mut Self, _: &Enable, ctx: &mut Context<'_, Self>| {
+            let r = ctx.on(Self::on_ping);
+            let _ = me.tx.send((me.id, Report::Subscribed(r)));
+        })?;
+        Ok(())
+    }
+}
+
+/// Agents of one type that subscribed alike in `define` share their subscription table (see
+/// `Subscriptions::share`): what one of them changes afterwards is its own, the others keep
+/// theirs, and each one's handlers see only messages sent to it.
+#[test]
+fn a_change_made_by_one_agent_of_a_type_stays_with_it() {
+    watchdog(TIMEOUT, || {
+        let (builder, dead) = DeadLetters::builder();
+        let env = builder.start().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut coop = env.new_coop();
+        let members: Vec<cohort::Mbox> = (0..4)
+            .map(|id| coop.add(Member { id, tx: tx.clone() }).mbox())
+            .collect();
+        env.register_coop(coop).unwrap();
+
+        members[1].send(Disable);
+        assert_eq!(
+            common::recv(&rx, "Disable's report"),
+            (1, Report::Unsubscribed(true))
+        );
+        for m in &members {
+            m.send(Ping);
+        }
+        // A marker behind the pings (one queue): its report comes after every pong.
+        members[1].send(Enable);
+        let mut reports = common::recv_n(&rx, 4, "three pongs and Enable's report");
+        reports.sort_by_key(|(id, _)| *id);
+        assert_eq!(
+            reports,
+            vec![
+                (0, Report::Pong),
+                (1, Report::Subscribed(Ok(()))),
+                (2, Report::Pong),
+                (3, Report::Pong),
+            ],
+            "the agent that unsubscribed must miss the ping, the others must each get theirs"
+        );
+        assert_eq!(dead.of::<Ping>(), vec![DeliveryFailure::NoHandler]);
+
+        // Subscribed again, it handles pings like the others; a second Disable elsewhere
+        // leaves it alone.
+        members[3].send(Disable);
+        assert_eq!(
+            common::recv(&rx, "the second Disable's report"),
+            (3, Report::Unsubscribed(true))
+        );
+        for m in &members {
+            m.send(Ping);
+        }
+        let mut pongs = common::recv_n(&rx, 3, "three pongs");
+        pongs.sort_by_key(|(id, _)| *id);
+        assert_eq!(
+            pongs,
+            vec![(0, Report::Pong), (1, Report::Pong), (2, Report::Pong)]
+        );
+        env.stop_and_wait();
+        assert_eq!(
+            dead.of::<Ping>(),
+            vec![DeliveryFailure::NoHandler, DeliveryFailure::NoHandler]
+        );
+    });
+}

@@ -2,7 +2,7 @@
 //! queue, behind the one dynamic call per message ([`ErasedBody`]).
 
 use super::{DynCell, FINISHED};
-use crate::agent::subscription::{Handler, Subscriptions};
+use crate::agent::subscription::{Subscriptions, Taken};
 use crate::agent::{Agent, Context};
 use crate::mailbox::MboxId;
 use crate::message::Envelope;
@@ -60,7 +60,10 @@ pub(crate) struct AgentBody<A: Agent> {
     pub(crate) agent: ManuallyDrop<A>,
 }
 
-// SAFETY: `coop` points to a `Sync` cooperation; everything else is `Send` since `A: Send`.
+// SAFETY: `coop` points to a `Sync` cooperation; the subscription table may share its block
+// with agents of this type on other threads, but a shared block holds only handlers without
+// data, never changes and counts its holders atomically (`subscription::table`); everything
+// else is `Send` since `A: Send`.
 unsafe impl<A: Agent> Send for AgentBody<A> {}
 
 impl<A: Agent> AgentBody<A> {
@@ -130,6 +133,12 @@ pub(crate) fn dead_letter_here(
     cell.header.dead_letter_at(msg, why, mbox, cell.mbox_id())
 }
 
+/// The direct mailbox of the agent in `this` (the cell's address).
+#[inline(always)]
+fn own(this: NonNull<DynCell>) -> MboxId {
+    MboxId(this.as_ptr().cast::<()>() as usize)
+}
+
 fn panic_message(p: &(dyn Any + Send)) -> Cow<'static, str> {
     if let Some(s) = p.downcast_ref::<&'static str>() {
         Cow::Borrowed(s)
@@ -146,10 +155,9 @@ impl<A: Agent> AgentBody<A> {
     pub(crate) fn run_handler(
         &mut self,
         this: NonNull<DynCell>,
-        slot: usize,
+        mut taken: Taken<A>,
         mbox: MboxId,
         key: TypeId,
-        mut handler: Handler<A>,
         msg: Envelope,
     ) {
         let type_name = msg.type_name_fn();
@@ -158,8 +166,9 @@ impl<A: Agent> AgentBody<A> {
         }
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
+        let handler = taken.handler();
         let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
-        self.subs.put_back(slot, mbox, key, handler);
+        self.subs.put_back(own(this), mbox, key, taken);
         if let Err(payload) = result {
             self.on_panic(this, type_name(), payload);
         }
@@ -181,22 +190,22 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             return dead_letter_here(this, mbox, msg, DeliveryFailure::ReceiverGone);
         }
         let key = msg.key();
-        let Some((slot, handler)) = self.subs.take(mbox, key) else {
+        let Some(taken) = self.subs.take(own(this), mbox, key) else {
             // Not in the current state: its parents, transfers, the dead-letter handler.
             return self.handle_unmatched(this, mbox, msg);
         };
-        self.run_handler(this, slot, mbox, key, handler, msg);
+        self.run_handler(this, taken, mbox, key, msg);
     }
 
     #[inline]
     fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool {
         // SAFETY: the cell is alive while its demands run, and we run its queue.
         let header = unsafe { &this.as_ref().header };
-        header.status() != FINISHED && self.subs.shared(mbox, msg.key()).is_some()
+        header.status() != FINISHED && self.subs.shared(own(this), mbox, msg.key()).is_some()
     }
 
     fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
-        let Some(handler) = self.subs.shared(mbox, msg.key()) else {
+        let Some(handler) = self.subs.shared(own(this), mbox, msg.key()) else {
             return dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler);
         };
         let type_name = msg.type_name_fn();
@@ -279,7 +288,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
         let mut ctx = Context::new(this, self.coop, &mut self.subs);
         let agent = &mut *self.agent;
         match catch_unwind(AssertUnwindSafe(|| agent.define(&mut ctx))) {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => {
+                self.subs.share();
+                Ok(())
+            }
             Ok(Err(e)) => Err(DefineFailure::Failed(e)),
             Err(p) => {
                 let what = panic_message(&*p).into_owned();

@@ -4,7 +4,7 @@
 use super::machine::{Hook, StateMachine};
 use super::unhandled::Unhandled;
 use super::{DEAD_LETTER_STATE, DEFAULT_STATE, History, State, StateError};
-use crate::agent::subscription::{HANDLE, SUPPRESS, placeholder};
+use crate::agent::subscription::{HANDLE, NewHandler, SUPPRESS};
 use crate::agent::{Agent, Context, immutable_handler, mutable_handler};
 use crate::error::SubscribeError;
 use crate::mailbox::Mbox;
@@ -387,7 +387,7 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
                 state: format!("{target:?}"),
             })?;
         self.ctx
-            .add_entry(i, t, mbox, key, type_name, placeholder())?;
+            .add_entry(i, t, mbox, key, type_name, NewHandler::placeholder())?;
         Ok(self)
     }
 
@@ -402,7 +402,7 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
             None,
             TypeId::of::<M>(),
             std::any::type_name::<M>,
-            placeholder(),
+            NewHandler::placeholder(),
         )?;
         Ok(self)
     }
@@ -416,7 +416,7 @@ impl<'c, 'a, A: Agent> InState<'c, 'a, A> {
             Some(mbox),
             TypeId::of::<M>(),
             std::any::type_name::<M>,
-            placeholder(),
+            NewHandler::placeholder(),
         )?;
         Ok(self)
     }

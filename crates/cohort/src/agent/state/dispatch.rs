@@ -26,14 +26,19 @@ enum Route {
     Missing,
 }
 
+/// The direct mailbox of the agent in `this`.
+fn own(this: NonNull<DynCell>) -> MboxId {
+    MboxId(this.as_ptr().cast::<()>() as usize)
+}
+
 /// Looks for (mailbox, type) in the current state, then in each of its parents.
-fn route<A: Agent>(subs: &Subscriptions<A>, mbox: MboxId, key: TypeId) -> Route {
+fn route<A: Agent>(subs: &Subscriptions<A>, own: MboxId, mbox: MboxId, key: TypeId) -> Route {
     let Some(machine) = &subs.machine else {
         return Route::Missing;
     };
     let mut state = Some(machine.current);
     while let Some(s) = state {
-        match subs.find(mbox, key, s) {
+        match subs.find(own, mbox, key, s) {
             Some((i, HANDLE)) => return Route::Handle(i),
             Some((_, SUPPRESS)) => return Route::Suppress,
             Some((_, target)) => return Route::Transfer(target),
@@ -62,12 +67,10 @@ impl<A: Agent> AgentBody<A> {
             return self.on_state_timeout(this, timeout);
         }
         for _ in 0..=MAX_STATE_TRANSFERS {
-            match route(&self.subs, mbox, key) {
+            match route(&self.subs, own(this), mbox, key) {
                 Route::Handle(i) => {
                     return match self.subs.take_at(i) {
-                        Some((slot, handler)) => {
-                            self.run_handler(this, slot, mbox, key, handler, msg)
-                        }
+                        Some(taken) => self.run_handler(this, taken, mbox, key, msg),
                         None => dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler),
                     };
                 }
@@ -94,10 +97,10 @@ impl<A: Agent> AgentBody<A> {
     /// dead-letter handler for any type, else counted.
     fn dead_letter(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
         let key = msg.key();
-        if let Some((i, HANDLE)) = self.subs.find(mbox, key, DEAD_LETTER_STATE)
-            && let Some((slot, handler)) = self.subs.take_at(i)
+        if let Some((i, HANDLE)) = self.subs.find(own(this), mbox, key, DEAD_LETTER_STATE)
+            && let Some(taken) = self.subs.take_at(i)
         {
-            return self.run_handler(this, slot, mbox, key, handler, msg);
+            return self.run_handler(this, taken, mbox, key, msg);
         }
         let handler = self
             .subs

@@ -124,7 +124,8 @@ mod sizes {
 
     #[test]
     fn agent_cell_fits_a_128_byte_allocation() {
-        // A skynet node: parent mailbox and five counters (48 bytes).
+        // A skynet node: parent mailbox and five counters (48 bytes). Its subscription table
+        // is shared with the other nodes (`Subscriptions::share`), so the cell is all it has.
         struct Node {
             _parent: crate::Mbox,
             _counters: [u64; 5],
