@@ -4,6 +4,7 @@ use super::{merge, params};
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
+use crate::scenarios::skynet::Teardown;
 use crate::scenarios::{Placement, skynet};
 use clap::Args;
 use serde_json::json;
@@ -19,21 +20,33 @@ pub struct SkynetArgs {
     pub branching: u64,
     #[command(flatten)]
     pub placement: Placement,
+    /// When the agents go: `at-end` (the article's program: the whole tree until the
+    /// environment stops) or `answered` (each node deregisters its children's cooperation
+    /// once they have all answered, as CAF's actors quit after answering).
+    #[arg(long, value_enum, default_value_t = Teardown::AtEnd)]
+    pub teardown: Teardown,
 }
 
 /// Runs `skynet` `runs` times: both times, the creation rate and the peak RSS.
 pub fn records(a: &SkynetArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "skynet";
-    let variant = format!("{}, branching {}", a.placement.label(), a.branching);
+    let variant = match a.teardown {
+        Teardown::AtEnd => format!("{}, branching {}", a.placement.label(), a.branching),
+        Teardown::Answered => format!(
+            "{}, branching {}, released as answered",
+            a.placement.label(),
+            a.branching
+        ),
+    };
     let mut p = params(merge(
-        json!({ "leaves": a.leaves, "branching": a.branching }),
+        json!({ "leaves": a.leaves, "branching": a.branching, "teardown": format!("{:?}", a.teardown) }),
         a.placement.params(),
     ));
     let (mut with_teardown, mut to_result, mut rates, mut peaks) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs.max(1) {
         let can_reset = rss::reset_peak();
-        match skynet::run_once(a.leaves, a.branching, a.placement) {
+        match skynet::run_with(a.leaves, a.branching, a.placement, a.teardown) {
             Ok(o) => {
                 p.insert("sum".into(), json!(o.sum));
                 with_teardown.push(o.with_teardown.as_secs_f64());

@@ -17,6 +17,7 @@ use crate::commands::thread_ring::ThreadRingArgs;
 use crate::commands::timers::TimersArgs;
 use crate::commands::{idle_cpu, latency, locality, remote_ping_pong};
 use crate::scenarios::async_interop::AskLayout;
+use crate::scenarios::skynet::Teardown;
 use crate::scenarios::{
     Dispatcher, FifoArg, Placement, fan_out, ping_pong, producer_consumer, self_send, thread_ring,
     timers,
@@ -156,6 +157,14 @@ pub fn quick(size: QuickSize) -> Vec<Step> {
         leaves: n(1_000_000),
         branching: 10,
         placement: Placement::of(Dispatcher::OneThread),
+        teardown: Teardown::AtEnd,
+    }));
+    // The tree released as it answers, on the pool that can run it depth first.
+    plan.push(Step::Skynet(SkynetArgs {
+        leaves: n(1_000_000),
+        branching: 10,
+        placement: Placement::of(Dispatcher::WorkStealing),
+        teardown: Teardown::Answered,
     }));
     plan.extend(thread_rings(n(1_000_000)));
     plan.extend(parallel_thread_rings(n(1_000_000)));

@@ -10,6 +10,7 @@ use crate::commands::skynet::SkynetArgs;
 use crate::scenarios::fan_out;
 use crate::scenarios::fan_out::GRIDS;
 use crate::scenarios::self_send;
+use crate::scenarios::skynet::Teardown;
 use crate::scenarios::{Dispatcher, FifoArg, Placement};
 use crate::suite::Step;
 use clap::Args;
@@ -161,6 +162,7 @@ pub fn skynets(leaves: u64, pool_sizes: &[usize]) -> Vec<Step> {
         leaves,
         branching: 10,
         placement: Placement::of(Dispatcher::OneThread),
+        teardown: Teardown::AtEnd,
     })];
     for &threads in pool_sizes {
         for fifo in [FifoArg::Cooperation, FifoArg::Individual] {
@@ -170,6 +172,7 @@ pub fn skynets(leaves: u64, pool_sizes: &[usize]) -> Vec<Step> {
                 leaves,
                 branching: 10,
                 placement,
+                teardown: Teardown::AtEnd,
             }));
         }
     }

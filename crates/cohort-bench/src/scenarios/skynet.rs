@@ -3,9 +3,14 @@
 //! down to `leaves` leaf agents; each leaf sends its ordinal up, each level sums, the root
 //! receives 0 + 1 + ... + (leaves - 1) (499999500000 for one million). Measured: time to the
 //! result, and time until every agent is destroyed (the environment has stopped).
+//!
+//! [`Teardown::AtEnd`] is the article's program: the whole tree lives until the environment
+//! stops. [`Teardown::Answered`] lets each node deregister its children's cooperation once
+//! they have all answered, as CAF's skynet actors quit after answering: how much of the tree
+//! is alive at once then depends on the order the dispatcher runs it in.
 
 use super::{Dispatcher, Placement};
-use cohort::{Agent, Context, DefineError, Mbox};
+use cohort::{Agent, Context, CoopHandle, DefineError, DeregReason, Mbox};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,8 +41,46 @@ impl ChildBinding for cohort::Binder {
     }
 }
 
-struct Node<P: ChildBinding> {
+/// When the agents go (`skynet --teardown`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Teardown {
+    /// The whole tree until the environment stops (the article's program).
+    AtEnd,
+    /// Each node deregisters its children's cooperation once they have all answered.
+    Answered,
+}
+
+/// What a node keeps of its children's cooperation: nothing (zero-sized, so the million
+/// agents of the article's program stay small), or its handle, to deregister it.
+trait ChildCoop: Default + Send + 'static {
+    fn keep(&mut self, coop: CoopHandle);
+    /// Every child has answered.
+    fn answered(&mut self);
+}
+
+#[derive(Default)]
+struct KeepTree;
+impl ChildCoop for KeepTree {
+    fn keep(&mut self, _: CoopHandle) {}
+    fn answered(&mut self) {}
+}
+
+#[derive(Default)]
+struct ReleaseAnswered(Option<CoopHandle>);
+impl ChildCoop for ReleaseAnswered {
+    fn keep(&mut self, coop: CoopHandle) {
+        self.0 = Some(coop);
+    }
+    fn answered(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.deregister(DeregReason::Normal);
+        }
+    }
+}
+
+struct Node<P: ChildBinding, C: ChildCoop> {
     placement: P,
+    children: C,
     parent: Mbox,
     num: u64,
     size: u64,
@@ -46,17 +89,31 @@ struct Node<P: ChildBinding> {
     received: u64,
 }
 
-impl<P: ChildBinding> Node<P> {
+impl<P: ChildBinding, C: ChildCoop> Node<P, C> {
     fn on_sum(&mut self, v: &u64, _: &mut Context<'_, Self>) {
         self.sum += *v;
         self.received += 1;
         if self.received == self.branching {
             self.parent.send(self.sum);
+            self.children.answered();
+        }
+    }
+
+    fn root(placement: P, parent: Mbox, size: u64, branching: u64) -> Self {
+        Node {
+            placement,
+            children: C::default(),
+            parent,
+            num: 0,
+            size,
+            branching,
+            sum: 0,
+            received: 0,
         }
     }
 }
 
-impl<P: ChildBinding> Agent for Node<P> {
+impl<P: ChildBinding, C: ChildCoop> Agent for Node<P, C> {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
         if self.size > 1 {
             ctx.on(Self::on_sum)?;
@@ -77,6 +134,7 @@ impl<P: ChildBinding> Agent for Node<P> {
         for i in 0..self.branching {
             coop.add(Node {
                 placement: self.placement.clone(),
+                children: C::default(),
                 parent: me.clone(),
                 num: self.num + i * sub,
                 size: sub,
@@ -85,8 +143,9 @@ impl<P: ChildBinding> Agent for Node<P> {
                 received: 0,
             });
         }
-        if let Err(e) = ctx.register_coop(coop) {
-            panic!("skynet: child cooperation refused: {e}");
+        match ctx.register_coop(coop) {
+            Ok(c) => self.children.keep(c),
+            Err(e) => panic!("skynet: child cooperation refused: {e}"),
         }
     }
 }
@@ -140,8 +199,13 @@ pub fn expected_sum(leaves: u64) -> u64 {
     leaves * (leaves - 1) / 2
 }
 
-/// Runs one skynet.
-pub fn run_once(leaves: u64, branching: u64, placement: Placement) -> Result<Outcome, String> {
+/// Runs one skynet, its agents going as `teardown` says.
+pub fn run_with(
+    leaves: u64,
+    branching: u64,
+    placement: Placement,
+    teardown: Teardown,
+) -> Result<Outcome, String> {
     placement.validate()?;
     let agents = validate(leaves, branching)?;
     if placement.dispatcher == Dispatcher::ActiveObj && agents > MAX_THREADS {
@@ -156,31 +220,36 @@ pub fn run_once(leaves: u64, branching: u64, placement: Placement) -> Result<Out
         let mut coop = env.new_coop();
         let collector = coop.add(Collector { started, out: out2 });
         let (parent, size) = (collector.mbox(), leaves);
-        match placement.dispatcher {
-            Dispatcher::OneThread => {
-                let placement = DefaultDispatcher;
-                coop.add(Node {
-                    placement,
+        match (placement.dispatcher, teardown) {
+            (Dispatcher::OneThread, Teardown::AtEnd) => {
+                coop.add(Node::<_, KeepTree>::root(
+                    DefaultDispatcher,
                     parent,
-                    num: 0,
                     size,
                     branching,
-                    sum: 0,
-                    received: 0,
-                });
+                ));
             }
-            _ => {
+            (Dispatcher::OneThread, Teardown::Answered) => {
+                coop.add(Node::<_, ReleaseAnswered>::root(
+                    DefaultDispatcher,
+                    parent,
+                    size,
+                    branching,
+                ));
+            }
+            (_, teardown) => {
                 let binder = placement.binder(env)?;
                 coop.set_binder(binder.clone());
-                coop.add(Node {
-                    placement: binder,
-                    parent,
-                    num: 0,
-                    size,
-                    branching,
-                    sum: 0,
-                    received: 0,
-                });
+                match teardown {
+                    Teardown::AtEnd => {
+                        coop.add(Node::<_, KeepTree>::root(binder, parent, size, branching));
+                    }
+                    Teardown::Answered => {
+                        coop.add(Node::<_, ReleaseAnswered>::root(
+                            binder, parent, size, branching,
+                        ));
+                    }
+                }
             }
         }
         env.register_coop(coop)?;
@@ -224,16 +293,41 @@ mod tests {
     #[test]
     fn small_skynet_sums() {
         let o = crate::watchdog::within(20, || {
-            run_once(1000, 10, Placement::of(Dispatcher::OneThread))
+            run_with(
+                1000,
+                10,
+                Placement::of(Dispatcher::OneThread),
+                Teardown::AtEnd,
+            )
         })
         .unwrap();
         assert_eq!((o.sum, o.agents), (499_500, 1111));
         // A thread per agent: keep it small.
         let o = crate::watchdog::within(20, || {
-            run_once(100, 10, Placement::of(Dispatcher::ActiveObj))
+            run_with(
+                100,
+                10,
+                Placement::of(Dispatcher::ActiveObj),
+                Teardown::AtEnd,
+            )
         })
         .unwrap();
         assert_eq!((o.sum, o.agents), (4_950, 111));
+    }
+
+    #[test]
+    fn a_tree_released_as_it_answers_sums_on_every_pool() {
+        for d in [
+            Dispatcher::OneThread,
+            Dispatcher::ThreadPool,
+            Dispatcher::WorkStealing,
+        ] {
+            let o = crate::watchdog::within(20, move || {
+                run_with(1000, 10, Placement::of(d), Teardown::Answered)
+            })
+            .unwrap();
+            assert_eq!((o.sum, o.agents), (499_500, 1111), "{d:?}");
+        }
     }
 
     #[test]
@@ -241,7 +335,8 @@ mod tests {
         for fifo in [FifoArg::Cooperation, FifoArg::Individual] {
             let mut p = Placement::of(Dispatcher::ThreadPool).fifo(fifo);
             p.threads = 3;
-            let o = crate::watchdog::within(20, move || run_once(1000, 10, p)).unwrap();
+            let o = crate::watchdog::within(20, move || run_with(1000, 10, p, Teardown::AtEnd))
+                .unwrap();
             assert_eq!((o.sum, o.agents), (499_500, 1111));
             assert!(o.to_result <= o.with_teardown);
         }
