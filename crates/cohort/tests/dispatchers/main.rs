@@ -6,6 +6,7 @@ mod common;
 
 mod active_group;
 mod adv_thread_pool;
+mod depth_first;
 mod exclusive;
 mod fifo;
 mod max_demands;

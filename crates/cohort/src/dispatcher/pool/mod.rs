@@ -8,8 +8,11 @@
 //! worker's turn), so one agent's handlers never run on two threads at once.
 //!
 //! Shared by every policy: each worker's own FIFO deque (stealable by the others), its LIFO
-//! slot (the queue it runs next, taken by another worker only when stranded there), the
-//! park/unpark protocol, bindings and shutdown. The policies (`thread_pool.rs`, `adv.rs`,
+//! slot (the queue it runs next, taken by another worker only when stranded there) and the
+//! LIFO deque behind it (the queues the slot gave way to, newest first: a tree of agents that
+//! wake their children runs depth first, so the leaves answer and go before their cousins
+//! are created; stealable oldest first, the biggest subtrees), the park/unpark protocol,
+//! bindings and shutdown. The policies (`thread_pool.rs`, `adv.rs`,
 //! `work_stealing.rs`) decide where a woken queue goes, what a worker runs next and where a
 //! queue with work left after its turn goes.
 //!
@@ -62,6 +65,8 @@ pub(crate) struct Pool<P: PoolPolicy> {
     pub(crate) policy: P,
     spin: Duration,
     stealers: Box<[Stealer<QueueRef>]>,
+    /// Each worker's LIFO deque of queues displaced from its slot, for stealing.
+    fresh_stealers: Box<[Stealer<QueueRef>]>,
     wakeups: Box<[Wakeup]>,
     /// Each worker's LIFO slot, one cache line each: they change every turn.
     slots: Box<[CachePadded<Slot>]>,
@@ -87,6 +92,8 @@ struct CoopQueues {
 pub(crate) struct WorkerCtx<P: PoolPolicy> {
     pub(crate) index: usize,
     pub(crate) local: Worker<QueueRef>,
+    /// The queues displaced from this worker's slot by newer ones, newest on top.
+    pub(crate) fresh: Worker<QueueRef>,
     /// Last time each other worker's LIFO slot was seen occupied during the same turn of its
     /// owner: (turn seen, since when), to steal a queue stranded there (see `Slot`).
     slot_watch: RefCell<Vec<Option<(usize, Instant)>>>,
@@ -133,13 +140,17 @@ impl<P: PoolPolicy> Pool<P> {
         spin: Duration,
         switch: StatsSwitch,
     ) -> std::io::Result<Arc<Self>> {
-        let locals: Vec<Worker<QueueRef>> = (0..threads).map(|_| Worker::new_fifo()).collect();
-        let stealers = locals.iter().map(Worker::stealer).collect();
+        let locals: Vec<(Worker<QueueRef>, Worker<QueueRef>)> = (0..threads)
+            .map(|_| (Worker::new_fifo(), Worker::new_lifo()))
+            .collect();
+        let stealers = locals.iter().map(|(l, _)| l.stealer()).collect();
+        let fresh_stealers = locals.iter().map(|(_, f)| f.stealer()).collect();
         let pool = Arc::new_cyclic(|me| Pool {
             name: name.clone(),
             policy,
             spin,
             stealers,
+            fresh_stealers,
             wakeups: (0..threads).map(|_| Wakeup::new()).collect(),
             slots: (0..threads)
                 .map(|_| CachePadded::new(Slot::new()))
@@ -158,7 +169,7 @@ impl<P: PoolPolicy> Pool<P> {
             let p = pool.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("cohort-{}-{index}", pool.name))
-                .spawn(move || p.run_worker(index, local));
+                .spawn(move || p.run_worker(index, local.0, local.1));
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {
@@ -219,13 +230,13 @@ impl<P: PoolPolicy> Pool<P> {
         &self.slots[index]
     }
 
-    /// Puts `q` in worker `w`'s slot, to run next there; a queue it displaces goes to `w`'s
-    /// own FIFO.
+    /// Puts `q` in worker `w`'s slot, to run next there; a queue it displaces goes on top of
+    /// `w`'s LIFO deque.
     #[inline]
     pub(crate) fn put_in_slot(&self, w: &WorkerCtx<P>, q: QueueRef) {
         match self.slots[w.index].put(q) {
             Some(prev) => {
-                w.local.push(prev);
+                w.fresh.push(prev);
                 self.wake_one();
             }
             None => self.wake_forever_parked(w.index),
@@ -305,11 +316,13 @@ impl<P: PoolPolicy> Pool<P> {
     fn has_work(&self, ctx: &WorkerCtx<P>) -> bool {
         self.policy.has_shared_work()
             || !ctx.local.is_empty()
+            || !ctx.fresh.is_empty()
             || self
                 .stealers
                 .iter()
+                .chain(self.fresh_stealers.iter())
                 .enumerate()
-                .any(|(i, s)| i != ctx.index && !s.is_empty())
+                .any(|(i, s)| i % self.stealers.len() != ctx.index && !s.is_empty())
     }
 
     /// Whether another worker's LIFO slot holds a queue.
@@ -324,6 +337,18 @@ impl<P: PoolPolicy> Pool<P> {
     pub(crate) fn steal_oldest(&self, ctx: &WorkerCtx<P>) -> Option<QueueRef> {
         let n = self.stealers.len();
         (1..n).find_map(|k| settle(|| self.stealers[(ctx.index + k) % n].steal()))
+    }
+
+    /// The oldest queue of another worker's LIFO deque (the root of the biggest subtree it
+    /// has not started).
+    pub(crate) fn steal_fresh(&self, ctx: &WorkerCtx<P>) -> Option<QueueRef> {
+        let n = self.fresh_stealers.len();
+        (1..n).find_map(|k| {
+            let s = &self.fresh_stealers[(ctx.index + k) % n];
+            // A look before the steal: a steal pins crossbeam's epoch even when it finds
+            // nothing, and these deques are empty but in trees of agents.
+            (!s.is_empty()).then(|| settle(|| s.steal())).flatten()
+        })
     }
 
     /// Worker `j`'s own FIFO, for stealing.
@@ -359,11 +384,12 @@ impl<P: PoolPolicy> Pool<P> {
         None
     }
 
-    fn run_worker(self: Arc<Self>, index: usize, local: Worker<QueueRef>) {
+    fn run_worker(self: Arc<Self>, index: usize, local: Worker<QueueRef>, fresh: Worker<QueueRef>) {
         self.wakeups[index].register_current();
         let ctx = WorkerCtx::<P> {
             index,
             local,
+            fresh,
             slot_watch: RefCell::new(vec![None; self.slots.len()]),
             policy: self.policy.new_worker(),
         };
@@ -413,7 +439,12 @@ impl<P: PoolPolicy> Pool<P> {
         CURRENT_WORKER.with(|c| c.set((std::ptr::null(), std::ptr::null())));
         // Whatever was scheduled after the last look goes to the dead letters.
         self.sweep();
-        while let Some(q) = ctx.local.pop().or_else(|| self.slots[index].take()) {
+        while let Some(q) = ctx
+            .local
+            .pop()
+            .or_else(|| ctx.fresh.pop())
+            .or_else(|| self.slots[index].take())
+        {
             q.abandon();
         }
     }

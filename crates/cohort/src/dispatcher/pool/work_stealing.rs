@@ -1,11 +1,14 @@
 //! The `work_stealing` policy: a queue woken by a send from a worker goes to that worker's
-//! LIFO slot and runs next there (the message's data is hot in its cache); a queue with work
+//! LIFO slot and runs next there (the message's data is hot in its cache), and the queue it
+//! displaces goes on top of the worker's LIFO deque (so a tree of agents runs depth first:
+//! skynet's leaves answer before their cousins exist); a queue with work
 //! left after its turn goes to the back of the same worker's own deque (soft affinity); a
 //! queue woken from outside the pool goes to the home run queue of the worker that ran it
 //! last (its agent's data is likely still in that core's cache). An idle worker takes from
-//! its home run queue, then steals the oldest queue waiting in another's, then the oldest
-//! queue of another worker's deque. The LIFO slot is taken at most
-//! [`defaults::LIFO_STREAK`] times in a row, so it cannot starve the worker's deque.
+//! its home run queue, then steals the oldest queue waiting in another's, then the oldest of
+//! another worker's LIFO deque, then the oldest queue of another worker's FIFO. The LIFO slot,
+//! and the LIFO deque, are each taken at most [`defaults::LIFO_STREAK`] times in a row, so
+//! they cannot starve the worker's FIFO.
 //!
 //! A queue's [policy word](crate::queue::EventQueue::policy_word) is its *home*: the worker
 //! that last began a turn of it. A hint, not part of the claim protocol (relaxed; a stale
@@ -92,6 +95,8 @@ pub(crate) struct HomeLooks {
     /// one finds it empty or the worker takes a batch from it, restarted when a look takes
     /// from it).
     waiting_since: Cell<Option<Instant>>,
+    /// Queues taken from the LIFO deque in a row (see [`defaults::LIFO_STREAK`]).
+    fresh_streak: Cell<usize>,
 }
 
 impl PoolPolicy for WorkStealing {
@@ -103,6 +108,7 @@ impl PoolPolicy for WorkStealing {
         HomeLooks {
             countdown: Cell::new(self.pace.interval),
             waiting_since: Cell::new(None),
+            fresh_streak: Cell::new(0),
         }
     }
 
@@ -133,8 +139,9 @@ impl PoolPolicy for WorkStealing {
     }
 
     /// Every `pace.interval` turns the home run queue first; then the slot (within the
-    /// streak); then the worker's own deque; then a batch of its home run queue; then
-    /// another's home run queue, another's deque, a queue stranded in a blocked worker's slot.
+    /// streak); then the LIFO deque (within its streak); then the worker's FIFO; then a batch
+    /// of its home run queue; then another's home run queue, another's LIFO deque, another's
+    /// FIFO, a queue stranded in a blocked worker's slot.
     #[inline]
     fn next_queue(
         pool: &Pool<Self>,
@@ -158,7 +165,15 @@ impl PoolPolicy for WorkStealing {
         if let Some(q) = pool.take_own_slot(ctx, lifo_streak) {
             return Some(q);
         }
-        if let Some(q) = ctx.local.pop().or_else(|| pool.slot(ctx.index).take()) {
+        if let Some(q) = take_fresh(ctx, &looks.fresh_streak) {
+            return Some(q);
+        }
+        if let Some(q) = ctx
+            .local
+            .pop()
+            .or_else(|| ctx.fresh.pop())
+            .or_else(|| pool.slot(ctx.index).take())
+        {
             return Some(q);
         }
         (!home.is_empty())
@@ -167,6 +182,7 @@ impl PoolPolicy for WorkStealing {
             // The home run queue was served: what is left in it waits from the next look.
             .inspect(|_| looks.waiting_since.set(None))
             .or_else(|| policy.steal_from_homes(ctx.index))
+            .or_else(|| pool.steal_fresh(ctx))
             .or_else(|| pool.steal_oldest(ctx))
             .or_else(|| pool.steal_stranded_slot(ctx))
     }
@@ -237,6 +253,21 @@ impl WorkStealing {
         let n = self.homes.len();
         (1..n).find_map(|k| take_from(&self.homes[(index + k) % n]))
     }
+}
+
+/// The newest queue of the worker's LIFO deque, unless it took one [`defaults::LIFO_STREAK`]
+/// times in a row (then its FIFO gets a turn first, and the streak starts again).
+#[inline]
+fn take_fresh(ctx: &WorkerCtx<WorkStealing>, streak: &Cell<usize>) -> Option<QueueRef> {
+    let n = streak.get();
+    if n < defaults::LIFO_STREAK
+        && let Some(q) = ctx.fresh.pop()
+    {
+        streak.set(n + 1);
+        return Some(q);
+    }
+    streak.set(0);
+    None
 }
 
 /// A worker's index as stored in the home word, without the flags.
