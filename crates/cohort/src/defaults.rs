@@ -44,8 +44,10 @@ pub const REMOTE_BATCH: usize = 256;
 pub const MAX_DEMANDS_AT_ONCE: usize = 4;
 
 /// How many times in a row a `work_stealing` worker runs the queue in its LIFO slot (the one
-/// a send from this worker just woke) before it serves its own deque first. Bounds how long a
-/// ping-pong between two agents of one worker can starve the rest of that worker's queues.
+/// a send from this worker just woke) or the newest of its LIFO deque (the ones the slot gave
+/// way to) before it serves its own FIFO deque first. Bounds how long a ping-pong between two
+/// agents of one worker, or a tree of agents waking its children, can starve the queues with
+/// work left after their turn.
 pub const LIFO_STREAK: usize = 16;
 
 /// The number of worker threads of a pool when not set: the machine's available

@@ -6,8 +6,8 @@
 //! queue woken from outside the pool goes to the home run queue of the worker that ran it
 //! last (its agent's data is likely still in that core's cache). An idle worker takes from
 //! its home run queue, then steals the oldest queue waiting in another's, then the oldest of
-//! another worker's LIFO deque, then the oldest queue of another worker's FIFO. The LIFO slot,
-//! and the LIFO deque, are each taken at most [`defaults::LIFO_STREAK`] times in a row, so
+//! another worker's LIFO deque, then the oldest queue of another worker's FIFO. The LIFO slot
+//! and the LIFO deque together are taken at most [`defaults::LIFO_STREAK`] times in a row, so
 //! they cannot starve the worker's FIFO.
 //!
 //! A queue's [policy word](crate::queue::EventQueue::policy_word) is its *home*: the worker
@@ -95,8 +95,6 @@ pub(crate) struct HomeLooks {
     /// one finds it empty or the worker takes a batch from it, restarted when a look takes
     /// from it).
     waiting_since: Cell<Option<Instant>>,
-    /// Queues taken from the LIFO deque in a row (see [`defaults::LIFO_STREAK`]).
-    fresh_streak: Cell<usize>,
 }
 
 impl PoolPolicy for WorkStealing {
@@ -108,7 +106,6 @@ impl PoolPolicy for WorkStealing {
         HomeLooks {
             countdown: Cell::new(self.pace.interval),
             waiting_since: Cell::new(None),
-            fresh_streak: Cell::new(0),
         }
     }
 
@@ -138,8 +135,8 @@ impl PoolPolicy for WorkStealing {
         pool.wake_for_outside_work(first);
     }
 
-    /// Every `pace.interval` turns the home run queue first; then the slot (within the
-    /// streak); then the LIFO deque (within its streak); then the worker's FIFO; then a batch
+    /// Every `pace.interval` turns the home run queue first; then the slot, else the LIFO
+    /// deque (within the streak); then the worker's FIFO; then a batch
     /// of its home run queue; then another's home run queue, another's LIFO deque, another's
     /// FIFO, a queue stranded in a blocked worker's slot.
     #[inline]
@@ -162,10 +159,7 @@ impl PoolPolicy for WorkStealing {
         } else {
             looks.countdown.set(left);
         }
-        if let Some(q) = pool.take_own_slot(ctx, lifo_streak) {
-            return Some(q);
-        }
-        if let Some(q) = take_fresh(ctx, &looks.fresh_streak) {
+        if let Some(q) = take_newest(pool, ctx, lifo_streak) {
             return Some(q);
         }
         if let Some(q) = ctx
@@ -255,18 +249,22 @@ impl WorkStealing {
     }
 }
 
-/// The newest queue of the worker's LIFO deque, unless it took one [`defaults::LIFO_STREAK`]
-/// times in a row (then its FIFO gets a turn first, and the streak starts again).
+/// The queue in the worker's slot, else the newest of its LIFO deque, unless it took one of
+/// them [`defaults::LIFO_STREAK`] times in a row (then its FIFO gets a turn first, and the
+/// streak starts again).
 #[inline]
-fn take_fresh(ctx: &WorkerCtx<WorkStealing>, streak: &Cell<usize>) -> Option<QueueRef> {
-    let n = streak.get();
-    if n < defaults::LIFO_STREAK
-        && let Some(q) = ctx.fresh.pop()
+fn take_newest(
+    pool: &Pool<WorkStealing>,
+    ctx: &WorkerCtx<WorkStealing>,
+    streak: &mut usize,
+) -> Option<QueueRef> {
+    if *streak < defaults::LIFO_STREAK
+        && let Some(q) = pool.slot(ctx.index).take().or_else(|| ctx.fresh.pop())
     {
-        streak.set(n + 1);
+        *streak += 1;
         return Some(q);
     }
-    streak.set(0);
+    *streak = 0;
     None
 }
 
