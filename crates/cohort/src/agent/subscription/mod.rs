@@ -400,12 +400,18 @@ impl<A: Agent> Subscriptions<A> {
     }
 
     /// Returns a handler found by [`Subscriptions::take`]: puts it back if it was taken out
-    /// (dropping it if it unsubscribed itself meanwhile); a copy just goes.
-    #[inline]
+    /// (dropping it if it unsubscribed itself meanwhile); a copy just goes. Always inlined:
+    /// for a copy (a plain method, the usual handler) it is one test, where a call was 5 % of
+    /// a self-send's samples.
+    #[inline(always)]
     pub(crate) fn put_back(&mut self, own: MboxId, mbox: MboxId, key: TypeId, taken: Taken<A>) {
-        if !taken.moved {
-            return;
+        if taken.moved {
+            self.put_back_taken(own, mbox, key, taken)
         }
+    }
+
+    /// [`Subscriptions::put_back`] of a handler taken out of the table.
+    fn put_back_taken(&mut self, own: MboxId, mbox: MboxId, key: TypeId, taken: Taken<A>) {
         let handler = ManuallyDrop::into_inner(taken.handler);
         let mbox = rel(own, mbox);
         // A moved handler came from the agent's own entries, which stay its own until it
