@@ -8,12 +8,13 @@
 //! length in the pointer: a million agents keep one word each, and agents of one type that
 //! subscribed alike point to one block. A table is changed only through [`Table::unique`],
 //! which first gives the caller a copy of its own if the block is shared: so a shared block
-//! never changes, and a block reached through a [`Unique`] has no other holder.
+//! never changes, and a block reached through a [`Unique`] has no other holder. The count's
+//! orderings are `Arc`'s (no weak count); `loom_model` checks them.
 
+use crate::sync::{AtomicUsize, Ordering, fence};
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicUsize, Ordering, fence};
 
 /// The block's header; the entries follow it.
 #[repr(C)]
@@ -328,4 +329,93 @@ mod tests {
     struct SendTable(#[allow(dead_code)] Table<Arc<()>>);
     // SAFETY: see above.
     unsafe impl Send for SendTable {}
+}
+
+#[cfg(all(test, cohort_loom))]
+mod loom_model {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::sync::atomic::AtomicUsize as Counter;
+
+    /// An entry loom watches: its reads and writes are checked for races, and its drops
+    /// counted.
+    struct Watched {
+        value: UnsafeCell<u64>,
+        drops: Arc<Counter>,
+    }
+
+    impl Watched {
+        fn read(&self) -> u64 {
+            // SAFETY: loom checks this access against every other one.
+            self.value.with(|v| unsafe { *v })
+        }
+    }
+
+    impl Drop for Watched {
+        fn drop(&mut self) {
+            self.drops.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A holder moved to another thread (the entries here are safe to share: loom checks it).
+    struct Holder(Table<Watched>);
+    // SAFETY: see above.
+    unsafe impl Send for Holder {}
+
+    fn table(drops: &Arc<Counter>) -> Table<Watched> {
+        let mut t = Table::new();
+        t.unique(|_| unreachable!("a new table is not shared"))
+            .push(Watched {
+                value: UnsafeCell::new(1),
+                drops: drops.clone(),
+            });
+        t
+    }
+
+    /// Another holder reads the entry and lets go on its thread while this one changes the
+    /// table: in place only once it finds itself the last holder (then the other's read
+    /// happened before), else on a copy; either way the other saw the value it shared.
+    #[test]
+    fn a_change_waits_for_the_other_holders_or_copies() {
+        loom::model(|| {
+            let drops = Arc::new(Counter::new(0));
+            let mut mine = table(&drops);
+            let other = Holder(mine.share());
+            let reader = loom::thread::spawn(move || {
+                let other = other;
+                let v = other.0.as_slice()[0].read();
+                drop(other);
+                v
+            });
+            let copy = |w: &Watched| Watched {
+                value: UnsafeCell::new(w.read()),
+                drops: w.drops.clone(),
+            };
+            let mut u = mine.unique(copy);
+            // SAFETY: loom checks this write against the reader's read.
+            u.as_mut_slice()[0].value.with_mut(|v| unsafe { *v = 2 });
+            assert_eq!(reader.join().unwrap(), 1);
+            assert_eq!(mine.as_slice()[0].read(), 2);
+        });
+    }
+
+    /// Two holders let go on two threads: the entry is dropped once, after both.
+    #[test]
+    fn the_last_of_two_holders_drops_the_entry_once() {
+        loom::model(|| {
+            let drops = Arc::new(Counter::new(0));
+            let mine = table(&drops);
+            let other = Holder(mine.share());
+            let t = loom::thread::spawn(move || {
+                let other = other;
+                assert_eq!(other.0.as_slice()[0].read(), 1);
+                drop(other);
+            });
+            assert_eq!(mine.as_slice()[0].read(), 1);
+            drop(mine);
+            t.join().unwrap();
+            assert_eq!(drops.load(Ordering::Relaxed), 1);
+        });
+    }
 }
