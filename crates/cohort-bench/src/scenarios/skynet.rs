@@ -199,6 +199,30 @@ pub fn expected_sum(leaves: u64) -> u64 {
     leaves * (leaves - 1) / 2
 }
 
+/// Adds the root node to `coop`: on the default dispatcher (`binding` `None`, so that the
+/// million nodes carry no binder), or passing `binding` down the tree.
+fn add_root<C: ChildCoop>(
+    coop: &mut cohort::Coop,
+    binding: Option<cohort::Binder>,
+    parent: Mbox,
+    size: u64,
+    branching: u64,
+) {
+    match binding {
+        None => {
+            coop.add(Node::<_, C>::root(
+                DefaultDispatcher,
+                parent,
+                size,
+                branching,
+            ));
+        }
+        Some(binder) => {
+            coop.add(Node::<_, C>::root(binder, parent, size, branching));
+        }
+    }
+}
+
 /// Runs one skynet, its agents going as `teardown` says.
 pub fn run_with(
     leaves: u64,
@@ -220,36 +244,18 @@ pub fn run_with(
         let mut coop = env.new_coop();
         let collector = coop.add(Collector { started, out: out2 });
         let (parent, size) = (collector.mbox(), leaves);
-        match (placement.dispatcher, teardown) {
-            (Dispatcher::OneThread, Teardown::AtEnd) => {
-                coop.add(Node::<_, KeepTree>::root(
-                    DefaultDispatcher,
-                    parent,
-                    size,
-                    branching,
-                ));
-            }
-            (Dispatcher::OneThread, Teardown::Answered) => {
-                coop.add(Node::<_, ReleaseAnswered>::root(
-                    DefaultDispatcher,
-                    parent,
-                    size,
-                    branching,
-                ));
-            }
-            (_, teardown) => {
+        let binding = match placement.dispatcher {
+            Dispatcher::OneThread => None,
+            _ => {
                 let binder = placement.binder(env)?;
                 coop.set_binder(binder.clone());
-                match teardown {
-                    Teardown::AtEnd => {
-                        coop.add(Node::<_, KeepTree>::root(binder, parent, size, branching));
-                    }
-                    Teardown::Answered => {
-                        coop.add(Node::<_, ReleaseAnswered>::root(
-                            binder, parent, size, branching,
-                        ));
-                    }
-                }
+                Some(binder)
+            }
+        };
+        match teardown {
+            Teardown::AtEnd => add_root::<KeepTree>(&mut coop, binding, parent, size, branching),
+            Teardown::Answered => {
+                add_root::<ReleaseAnswered>(&mut coop, binding, parent, size, branching)
             }
         }
         env.register_coop(coop)?;

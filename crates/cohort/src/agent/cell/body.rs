@@ -133,12 +133,6 @@ pub(crate) fn dead_letter_here(
     cell.header.dead_letter_at(msg, why, mbox, cell.mbox_id())
 }
 
-/// The direct mailbox of the agent in `this` (the cell's address).
-#[inline(always)]
-fn own(this: NonNull<DynCell>) -> MboxId {
-    MboxId(this.as_ptr().cast::<()>() as usize)
-}
-
 fn panic_message(p: &(dyn Any + Send)) -> Cow<'static, str> {
     if let Some(s) = p.downcast_ref::<&'static str>() {
         Cow::Borrowed(s)
@@ -168,7 +162,8 @@ impl<A: Agent> AgentBody<A> {
         let agent = &mut *self.agent;
         let handler = taken.handler();
         let result = catch_unwind(AssertUnwindSafe(|| handler(agent, msg, &mut ctx)));
-        self.subs.put_back(own(this), mbox, key, taken);
+        self.subs
+            .put_back(DynCell::mbox_id_at(this.as_ptr()), mbox, key, taken);
         if let Err(payload) = result {
             self.on_panic(this, type_name(), payload);
         }
@@ -190,7 +185,10 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
             return dead_letter_here(this, mbox, msg, DeliveryFailure::ReceiverGone);
         }
         let key = msg.key();
-        let Some(taken) = self.subs.take(own(this), mbox, key) else {
+        let Some(taken) = self
+            .subs
+            .take(DynCell::mbox_id_at(this.as_ptr()), mbox, key)
+        else {
             // Not in the current state: its parents, transfers, the dead-letter handler.
             return self.handle_unmatched(this, mbox, msg);
         };
@@ -201,11 +199,18 @@ impl<A: Agent> ErasedBody for AgentBody<A> {
     fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool {
         // SAFETY: the cell is alive while its demands run, and we run its queue.
         let header = unsafe { &this.as_ref().header };
-        header.status() != FINISHED && self.subs.shared(own(this), mbox, msg.key()).is_some()
+        header.status() != FINISHED
+            && self
+                .subs
+                .shared(DynCell::mbox_id_at(this.as_ptr()), mbox, msg.key())
+                .is_some()
     }
 
     fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
-        let Some(handler) = self.subs.shared(own(this), mbox, msg.key()) else {
+        let Some(handler) = self
+            .subs
+            .shared(DynCell::mbox_id_at(this.as_ptr()), mbox, msg.key())
+        else {
             return dead_letter_here(this, mbox, msg, DeliveryFailure::NoHandler);
         };
         let type_name = msg.type_name_fn();

@@ -149,6 +149,12 @@ impl DynCell {
     /// The direct mailbox id: the cell's address.
     #[inline]
     pub(crate) fn mbox_id(&self) -> MboxId {
-        MboxId((self as *const Self).cast::<()>() as usize)
+        Self::mbox_id_at(self)
+    }
+
+    /// The direct mailbox id of the cell at `cell` (its address; nothing is read).
+    #[inline(always)]
+    pub(crate) fn mbox_id_at(cell: *const DynCell) -> MboxId {
+        MboxId(cell.cast::<()>() as usize)
     }
 }

@@ -26,11 +26,6 @@ enum Route {
     Missing,
 }
 
-/// The direct mailbox of the agent in `this`.
-fn own(this: NonNull<DynCell>) -> MboxId {
-    MboxId(this.as_ptr().cast::<()>() as usize)
-}
-
 /// Looks for (mailbox, type) in the current state, then in each of its parents.
 fn route<A: Agent>(subs: &Subscriptions<A>, own: MboxId, mbox: MboxId, key: TypeId) -> Route {
     let Some(machine) = &subs.machine else {
@@ -67,7 +62,7 @@ impl<A: Agent> AgentBody<A> {
             return self.on_state_timeout(this, timeout);
         }
         for _ in 0..=MAX_STATE_TRANSFERS {
-            match route(&self.subs, own(this), mbox, key) {
+            match route(&self.subs, DynCell::mbox_id_at(this.as_ptr()), mbox, key) {
                 Route::Handle(i) => {
                     return match self.subs.take_at(i) {
                         Some(taken) => self.run_handler(this, taken, mbox, key, msg),
@@ -97,8 +92,12 @@ impl<A: Agent> AgentBody<A> {
     /// dead-letter handler for any type, else counted.
     fn dead_letter(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope) {
         let key = msg.key();
-        if let Some((i, HANDLE)) = self.subs.find(own(this), mbox, key, DEAD_LETTER_STATE)
-            && let Some(taken) = self.subs.take_at(i)
+        if let Some((i, HANDLE)) = self.subs.find(
+            DynCell::mbox_id_at(this.as_ptr()),
+            mbox,
+            key,
+            DEAD_LETTER_STATE,
+        ) && let Some(taken) = self.subs.take_at(i)
         {
             return self.run_handler(this, taken, mbox, key, msg);
         }

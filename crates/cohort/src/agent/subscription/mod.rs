@@ -1,10 +1,11 @@
 //! An agent's subscriptions: which handler runs for a (mailbox, message type, state) triple.
 //!
 //! The table is a small exact-size vector scanned linearly: agents typically subscribe to a
-//! handful of message types, for which a scan of 24-byte keys beats hashing, and an exact-size
-//! thin vector (one pointer; its length lives in the allocation) keeps a million agents small
-//! (skynet). Subscribing reallocates it; it happens at definition time, not per message. Handlers are boxed closures; a plain method
-//! (`Self::on_ping`) is a zero-sized closure and costs no allocation.
+//! handful of message types, for which a scan of 24-byte keys beats hashing, and an
+//! exact-size block behind one pointer (`table.rs`) keeps a million agents small (skynet).
+//! Subscribing reallocates it; it happens at definition time, not per message. Handlers are
+//! boxed closures; a plain method (`Self::on_ping`) is a zero-sized closure and costs no
+//! allocation. An entry and its flags are in `entry.rs`, the sharing of tables in `share.rs`.
 //!
 //! Each entry carries the index of the agent state it belongs to (0, the default state, for
 //! agents that never declare one) and what it does there: handle, transfer to another state
@@ -19,157 +20,24 @@
 //! copy of their pointer; the first change an agent makes to its subscriptions gives it its
 //! own copy again.
 
+use crate::agent::Agent;
 use crate::agent::cell::DynCell;
 use crate::agent::state::{DEFAULT_STATE, StateMachine};
-use crate::agent::{Agent, Context};
 use crate::error::SubscribeError;
 use crate::mailbox::IndirectMbox;
 use crate::mailbox::MboxId;
-use crate::message::Envelope;
 use crate::runtime::coop::CoopInner;
-use std::any::{Any, TypeId};
-use std::cell::RefCell;
-use std::collections::HashMap;
+use std::any::TypeId;
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use table::Table;
 
+mod entry;
+mod share;
 mod table;
 
-/// A type-erased handler: unpacks the envelope as its message type and calls the user's code.
-pub(crate) type Handler<A> = Box<dyn for<'c> FnMut(&mut A, Envelope, &mut Context<'c, A>) + Send>;
-
-/// A handler about to enter the table, with what the table may do with it.
-pub(crate) struct NewHandler<A: Agent> {
-    handler: Handler<A>,
-    /// See [`COPYABLE`].
-    copyable: bool,
-}
-
-impl<A: Agent> NewHandler<A> {
-    /// Boxes `f`, noting whether it captures nothing.
-    pub(crate) fn new<F>(f: F) -> Self
-    where
-        F: for<'c> FnMut(&mut A, Envelope, &mut Context<'c, A>) + Send + 'static,
-    {
-        Self {
-            copyable: size_of::<F>() == 0 && !std::mem::needs_drop::<F>(),
-            handler: Box::new(f),
-        }
-    }
-
-    /// The handler of an entry that transfers or suppresses (it never runs).
-    pub(crate) fn placeholder() -> Self {
-        Self::new(|_: &mut A, _: Envelope, _: &mut Context<'_, A>| {})
-    }
-}
-
-/// What an entry does with its message: [`HANDLE`], [`SUPPRESS`], or else transfer to the
-/// state of that index.
-pub(crate) type Action = u16;
-/// The entry's handler runs.
-pub(crate) const HANDLE: Action = u16::MAX;
-/// The message is ignored in this state (and its substates), even if a parent handles it.
-pub(crate) const SUPPRESS: Action = u16::MAX - 1;
-
-/// Entry flag: the handler is out of the table, running (see [`Subscriptions::take`]).
-const TAKEN: u8 = 1;
-/// Entry flag: the handler is zero-sized and has nothing to drop, so a bitwise copy of its
-/// box is the same handler and dropping either frees nothing: it runs through a copy, in
-/// place (no taking out and putting back), and tables of such handlers can be shared.
-const COPYABLE: u8 = 2;
-
-struct Entry<A: Agent> {
-    key: TypeId,
-    /// The mailbox, relative to the agent's own direct mailbox (see [`rel`]).
-    mbox: MboxId,
-    /// The state this entry belongs to (high half) and its action (low half): the hot scan
-    /// matches "handle, in the current state" with one comparison.
-    slot: u32,
-    handler: Handler<A>,
-    /// [`TAKEN`], [`COPYABLE`].
-    flags: u8,
-    /// What few entries have, in a box of its own: one word in every entry (seven words in
-    /// all, where the two fields inline took eight).
-    extras: Option<Box<Extras<A>>>,
-}
-
-/// An entry's rare parts.
-struct Extras<A: Agent> {
-    /// The multi-consumer mailbox this subscription is registered with, to unregister it.
-    named: Option<Arc<IndirectMbox>>,
-    /// The same handler, thread-safe (`Context::on_thread_safe`).
-    shared: Option<SharedHandler<A>>,
-}
-
-/// An entry's `slot`.
-#[inline(always)]
-fn slot(state: u16, action: Action) -> u32 {
-    (u32::from(state) << 16) | u32::from(action)
-}
-
-/// `mbox` as an entry records it for the agent whose direct mailbox is `own`.
-#[inline(always)]
-fn rel(own: MboxId, mbox: MboxId) -> MboxId {
-    MboxId(own.0 ^ mbox.0)
-}
-
-impl<A: Agent> Entry<A> {
-    fn state(&self) -> u16 {
-        (self.slot >> 16) as u16
-    }
-
-    fn action(&self) -> Action {
-        self.slot as u16
-    }
-
-    fn named(&self) -> Option<&Arc<IndirectMbox>> {
-        self.extras.as_ref()?.named.as_ref()
-    }
-
-    fn copyable(&self) -> bool {
-        self.flags & COPYABLE != 0
-    }
-
-    /// The handler, to run in place.
-    #[inline(always)]
-    fn copy_handler(&self) -> Handler<A> {
-        debug_assert!(self.copyable());
-        // SAFETY: the handler is zero-sized with nothing to drop (`COPYABLE`): the copy reads
-        // no bytes of it (its data pointer is dangling, only the vtable is used), and
-        // dropping the copy runs no code and frees nothing (a box of size zero is no
-        // allocation), so the entry's box and the copy never conflict.
-        unsafe { std::ptr::read(&self.handler) }
-    }
-
-    /// A copy of an entry of a shared table (all of which are [`COPYABLE`] without extras:
-    /// see [`Subscriptions::share`]; any other would lose its handler and extras).
-    fn copy(&self) -> Self {
-        debug_assert!(self.copyable() && self.extras.is_none());
-        Entry {
-            key: self.key,
-            mbox: self.mbox,
-            slot: self.slot,
-            handler: if self.copyable() {
-                self.copy_handler()
-            } else {
-                placeholder()
-            },
-            flags: self.flags,
-            extras: None,
-        }
-    }
-
-    /// Whether two shareable entries are the same subscription.
-    fn same(&self, other: &Self) -> bool {
-        self.key == other.key
-            && self.mbox == other.mbox
-            && self.slot == other.slot
-            && self.flags == other.flags
-            // The same closure type (a duplicated vtable only costs a missed share).
-            && std::ptr::eq(&*self.handler, &*other.handler)
-    }
-}
+pub(crate) use entry::{Action, HANDLE, Handler, NewHandler, SUPPRESS, SharedHandler, placeholder};
+use entry::{COPYABLE, Entry, Extras, TAKEN, rel, slot};
 
 /// A handler found for a message: run it, then give it back with [`Subscriptions::put_back`].
 pub(crate) struct Taken<A: Agent> {
@@ -189,17 +57,6 @@ impl<A: Agent> Taken<A> {
     pub(crate) fn handler(&mut self) -> &mut Handler<A> {
         &mut self.handler
     }
-}
-
-/// A thread-safe handler (`Context::on_thread_safe`): shares the agent, so that
-/// `adv_thread_pool` may run several at once.
-pub(crate) type SharedHandler<A> = Box<dyn Fn(&A, &Envelope) + Send + Sync>;
-
-thread_local! {
-    /// The last table shared on this thread, by agent type (a `Table<Entry<A>>` each): what
-    /// the next agent of that type compares its table with. It holds the table until the
-    /// thread exits: one block per agent type that shared one here.
-    static SHARED: RefCell<HashMap<TypeId, Box<dyn Any>>> = RefCell::new(HashMap::new());
 }
 
 /// The subscription table of one agent, with its states.
@@ -225,43 +82,6 @@ impl<A: Agent> Subscriptions<A> {
     #[inline(always)]
     fn table(&self) -> &[Entry<A>] {
         self.table.as_slice()
-    }
-
-    /// Shares the table with the agents of this type that subscribed alike before on this
-    /// thread, or offers it to the next ones; called once `define` has run. A table with a
-    /// handler that captures something, or with extras (a multi-consumer mailbox, a
-    /// thread-safe form), stays the agent's own.
-    pub(crate) fn share(&mut self) {
-        let entries = self.table.as_slice();
-        if entries.is_empty()
-            || self.table.is_shared()
-            || !entries
-                .iter()
-                .all(|e| e.flags == COPYABLE && e.extras.is_none())
-        {
-            return;
-        }
-        let key = TypeId::of::<A>();
-        let found = SHARED
-            .try_with(|map| {
-                let mut map = map.borrow_mut();
-                let entries = self.table.as_slice();
-                if let Some(last) = map
-                    .get(&key)
-                    .and_then(|t| t.downcast_ref::<Table<Entry<A>>>())
-                    && last.as_slice().len() == entries.len()
-                    && last.as_slice().iter().zip(entries).all(|(a, b)| a.same(b))
-                {
-                    return Some(last.share());
-                }
-                map.insert(key, Box::new(self.table.share()));
-                None
-            })
-            .ok()
-            .flatten();
-        if let Some(table) = found {
-            self.table = table;
-        }
     }
 
     /// Gives the handler just added for (mailbox, type) in `state` its thread-safe form.
@@ -496,7 +316,7 @@ impl<A: Agent> Subscriptions<A> {
         cell: *const DynCell,
         coop: *const CoopInner,
     ) -> bool {
-        let own = MboxId(cell.cast::<()>() as usize);
+        let own = DynCell::mbox_id_at(cell);
         let Some((i, _)) = self.find(own, mbox, key, state) else {
             return false;
         };
@@ -539,11 +359,6 @@ impl<A: Agent> Subscriptions<A> {
     }
 }
 
-/// Stands in for a handler while it runs; zero-sized, so boxing it allocates nothing.
-pub(crate) fn placeholder<A: Agent>() -> Handler<A> {
-    Box::new(|_: &mut A, _: Envelope, _: &mut Context<'_, A>| {})
-}
-
 /// Unregisters agent `cell` of cooperation `coop` from the multi-consumer mailbox `n` for
 /// `key`, through the cooperation's record of such registrations (which deregistration may
 /// have emptied already: then there is nothing left to do).
@@ -560,6 +375,8 @@ fn unregister(coop: *const CoopInner, n: &IndirectMbox, key: TypeId, cell: *cons
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::Context;
+    use crate::message::Envelope;
 
     struct Idle;
     impl crate::Agent for Idle {}

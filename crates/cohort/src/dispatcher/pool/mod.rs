@@ -112,6 +112,23 @@ pub(crate) fn take_from<T>(i: &Injector<T>) -> Option<T> {
     settle(|| i.steal())
 }
 
+/// What `take` gives (a queue a worker handed itself), unless the worker took such a queue
+/// [`defaults::LIFO_STREAK`] times in a row: then `None`, and the streak starts again.
+#[inline(always)]
+pub(crate) fn within_streak(
+    streak: &mut usize,
+    take: impl FnOnce() -> Option<QueueRef>,
+) -> Option<QueueRef> {
+    if *streak < defaults::LIFO_STREAK
+        && let Some(q) = take()
+    {
+        *streak += 1;
+        return Some(q);
+    }
+    *streak = 0;
+    None
+}
+
 /// Retries a steal until it either takes something or finds nothing.
 #[inline]
 pub(crate) fn settle<T>(mut steal: impl FnMut() -> Steal<T>) -> Option<T> {
@@ -214,14 +231,7 @@ impl<P: PoolPolicy> Pool<P> {
         ctx: &WorkerCtx<P>,
         lifo_streak: &mut usize,
     ) -> Option<QueueRef> {
-        if *lifo_streak < defaults::LIFO_STREAK
-            && let Some(q) = self.slots[ctx.index].take()
-        {
-            *lifo_streak += 1;
-            return Some(q);
-        }
-        *lifo_streak = 0;
-        None
+        within_streak(lifo_streak, || self.slots[ctx.index].take())
     }
 
     /// Worker `index`'s LIFO slot.
@@ -314,15 +324,17 @@ impl<P: PoolPolicy> Pool<P> {
 
     /// Whether worker `ctx` could find a queue to run.
     fn has_work(&self, ctx: &WorkerCtx<P>) -> bool {
+        let others = |deques: &[Stealer<QueueRef>]| {
+            deques
+                .iter()
+                .enumerate()
+                .any(|(i, s)| i != ctx.index && !s.is_empty())
+        };
         self.policy.has_shared_work()
             || !ctx.local.is_empty()
             || !ctx.fresh.is_empty()
-            || self
-                .stealers
-                .iter()
-                .chain(self.fresh_stealers.iter())
-                .enumerate()
-                .any(|(i, s)| i % self.stealers.len() != ctx.index && !s.is_empty())
+            || others(&self.stealers)
+            || others(&self.fresh_stealers)
     }
 
     /// Whether another worker's LIFO slot holds a queue.

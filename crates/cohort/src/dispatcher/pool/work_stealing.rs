@@ -17,7 +17,10 @@
 //! then by the claim winner that schedules it, then cleared by its first runner, each ordered
 //! after the one before by the binding and by the run queue's push and pop.
 
-use super::{Pool, PoolPolicy, QueueRef, WorkerCtx, settle, take_from, thread_pool::abandon_all};
+use super::{
+    Pool, PoolPolicy, QueueRef, WorkerCtx, settle, take_from, thread_pool::abandon_all,
+    within_streak,
+};
 use crate::defaults;
 use crate::dispatcher::Fifo;
 use crate::queue::EventQueue;
@@ -249,23 +252,17 @@ impl WorkStealing {
     }
 }
 
-/// The queue in the worker's slot, else the newest of its LIFO deque, unless it took one of
-/// them [`defaults::LIFO_STREAK`] times in a row (then its FIFO gets a turn first, and the
-/// streak starts again).
+/// The queue in the worker's slot, else the newest of its LIFO deque, within one streak
+/// for both (then its FIFO gets a turn first).
 #[inline]
 fn take_newest(
     pool: &Pool<WorkStealing>,
     ctx: &WorkerCtx<WorkStealing>,
     streak: &mut usize,
 ) -> Option<QueueRef> {
-    if *streak < defaults::LIFO_STREAK
-        && let Some(q) = pool.slot(ctx.index).take().or_else(|| ctx.fresh.pop())
-    {
-        *streak += 1;
-        return Some(q);
-    }
-    *streak = 0;
-    None
+    within_streak(streak, || {
+        pool.slot(ctx.index).take().or_else(|| ctx.fresh.pop())
+    })
 }
 
 /// A worker's index as stored in the home word, without the flags.
