@@ -2,7 +2,8 @@
 //! runs, from its first look to its retirement.
 
 use super::event_queue::{EventQueue, Notifier, QueueItem};
-use super::pool_state::{RETIRED, tail_index};
+use super::pool_state::{RETIRED, SLEEPING, tail_index};
+use super::wakeup::QueueWakeup;
 use crate::agent::demand::Demand;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -37,14 +38,37 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
         unsafe { self.queue.has_remote_for_reader() }
     }
 
-    /// Sleeps until a remote push or a close (the caller spins first). A sender reserves its
-    /// index, writes it, then notifies (a `SeqCst` fence, then a look at the worker's flag);
-    /// the worker raises its flag, fences, then compares the state's index with its own: one
-    /// of the two sees the other, so no push is slept through.
+    /// Sleeps until a remote push or a close (the caller spins first).
+    ///
+    /// A worker that has its queue's wake-up to itself raises [`SLEEPING`] in the state, in a
+    /// read-modify-write that also reads the index: if nothing was reserved past what it has
+    /// read, it parks, and the next reservation, a read-modify-write of the same word, finds
+    /// the flag, clears it and unparks the worker (the two are ordered on the one word, so
+    /// no push is slept through, and a push to an awake worker costs nothing more). A close
+    /// unparks the worker whatever the flag says. A worker that serves a group of queues
+    /// sleeps on the group's wake-up: a sender notifies it after its reservation (a `SeqCst`
+    /// fence, then a look at the worker's flag), the worker raises its flag, fences, then
+    /// compares the state's index with its own: one of the two sees the other.
     pub(crate) fn sleep(&self) {
-        if let Notifier::Thread(side) = &self.queue.notifier {
-            side.wakeup
-                .sleep(|| self.has_remote() || self.queue.is_closed());
+        let q = self.queue;
+        match &q.notifier {
+            Notifier::Thread(side) => match &side.wakeup {
+                QueueWakeup::Own(_) => {
+                    let state = &q.senders.state;
+                    let s = state.fetch_or(SLEEPING, Ordering::AcqRel);
+                    // SAFETY: this thread is the remote half's one reader (the token's claim).
+                    let head = unsafe { q.run.remote_head.index() };
+                    if tail_index(s) == head && !q.is_closed() {
+                        crate::sync::park();
+                    }
+                    // Unless a sender cleared it (and unparked this thread).
+                    state.fetch_and(!SLEEPING, Ordering::Relaxed);
+                }
+                QueueWakeup::Shared { .. } => side
+                    .wakeup
+                    .sleep(|| self.has_remote() || self.queue.is_closed()),
+            },
+            Notifier::Pool { .. } => {}
         }
     }
 

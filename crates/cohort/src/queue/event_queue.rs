@@ -9,8 +9,9 @@
 //!   queue's state word ([`remote_blocks`]): a send is one compare-and-swap on the state
 //!   (reserving an index; on a pool queue, keeping [`SCHEDULED`]) and one slot written; the
 //!   runner pops exactly the indices the state shows, without a fence or a look at the
-//!   senders' lines. A queue run by a dedicated thread then calls [`Wakeup::notify`]; its
-//!   worker sleeps only when the state's index is the one it has read up to, and as it exits
+//!   senders' lines. On a queue run by a dedicated thread the same compare-and-swap reads
+//!   and clears the worker's [`SLEEPING`] flag (the sender then unparks it); its worker
+//!   sleeps only when the state's index is the one it has read up to, and as it exits
 //!   it flags the state [`RETIRED`] and rejects what was reserved before, so a later push
 //!   finds the flag and rejects its own demand (one party sweeps, one reader pops).
 //!   A sender that finds an idle pool queue claims it (sets [`SCHEDULED`]) and owns it until
@@ -27,6 +28,7 @@
 //! [`remote_blocks`]: super::remote_blocks
 //! [`RETIRED`]: super::pool_state::RETIRED
 //! [`SCHEDULED`]: super::pool_state::SCHEDULED
+//! [`SLEEPING`]: super::pool_state::SLEEPING
 
 use super::local::Local;
 use super::local_ring::LocalRing;
@@ -116,12 +118,14 @@ pub(super) struct SendersLine<T: QueueItem> {
     /// [`SCHEDULED`]: super::pool_state::SCHEDULED
     pub(super) first: HandOffCell<MaybeUninit<T>>,
     /// The remote half's write index (times [`ONE_PUSH`]) and flags: [`SENDERS_OWN`] and
-    /// [`SCHEDULED`] on a pool queue; [`RETIRED`] on a queue run by a dedicated thread.
+    /// [`SCHEDULED`] on a pool queue; [`SLEEPING`] and [`RETIRED`] on a queue run by a
+    /// dedicated thread.
     ///
     /// [`ONE_PUSH`]: super::pool_state::ONE_PUSH
     /// [`RETIRED`]: super::pool_state::RETIRED
     /// [`SCHEDULED`]: super::pool_state::SCHEDULED
     /// [`SENDERS_OWN`]: super::pool_state::SENDERS_OWN
+    /// [`SLEEPING`]: super::pool_state::SLEEPING
     pub(super) state: AtomicU64,
     /// The remote half's senders' end (see [`Tail`]).
     pub(super) remote_tail: Tail<T>,

@@ -27,9 +27,15 @@ pub(super) const SENDERS_OWN: u64 = 2;
 /// Dedicated queue state flag (the bit that a pool queue uses for [`SCHEDULED`]): the worker
 /// has exited and swept the remote half; a push that finds it rejects its own demand.
 pub(super) const RETIRED: u64 = SCHEDULED;
+/// Dedicated queue state flag: the worker is about to park, or parked, with the remote half
+/// read up to the state's index. The push whose reservation clears it wakes the worker: the
+/// reservation reads the flag in the same read-modify-write, so a push to an awake worker
+/// costs no fence and no look at another line (queues whose worker serves a group wake it
+/// through [`SharedWakeup`](super::wakeup::SharedWakeup) instead, and never set it).
+pub(super) const SLEEPING: u64 = 4;
 /// Queue state: the remote half's write index sits above the flags; one remote push
 /// adds this (see [`remote_blocks`]).
-pub(super) const ONE_PUSH: u64 = 4;
+pub(super) const ONE_PUSH: u64 = 8;
 
 /// The remote half's write index in a state word.
 #[inline]
@@ -95,7 +101,7 @@ impl<T: QueueItem> EventQueue<T> {
             match self.try_reserve(s, &mut next, &backoff, make) {
                 // The queue was scheduled (not idle: see above): its runner reads up to the
                 // new index before its turn can end in idle.
-                Ok(()) => return,
+                Ok(_) => return,
                 Err((now, m)) => (s, make) = (now, m),
             }
         }
@@ -118,13 +124,25 @@ impl<T: QueueItem> EventQueue<T> {
                 return;
             }
             match self.try_reserve(s, &mut next, &backoff, make) {
-                Ok(()) => break,
+                Ok(reserved_at) => {
+                    s = reserved_at;
+                    break;
+                }
                 Err((now, m)) => (s, make) = (now, m),
             }
         }
-        // After the reservation (a read-modify-write of the state): `notify`'s fence then
-        // pairs with the one of the worker's `sleep`, which reads the state after it.
-        wakeup.notify();
+        match wakeup {
+            // The reservation cleared the flag it found: this sender is the one that wakes
+            // the worker (see `SLEEPING`).
+            QueueWakeup::Own(w) => {
+                if s & SLEEPING != 0 {
+                    w.unpark();
+                }
+            }
+            // After the reservation (a read-modify-write of the state): `notify`'s fence
+            // then pairs with the one of the worker's `sleep`, which reads the state after it.
+            QueueWakeup::Shared { .. } => wakeup.notify(),
+        }
     }
 
     /// A push that found its dedicated queue retired: the worker has swept the remote half
@@ -150,7 +168,7 @@ impl<T: QueueItem> EventQueue<T> {
         next: &mut *mut Block<T>,
         backoff: &Backoff,
         make: F,
-    ) -> Result<(), (u64, F)> {
+    ) -> Result<u64, (u64, F)> {
         let state = &self.senders.state;
         let (tail, head) = (&self.senders.remote_tail, &self.run.remote_head);
         let index = tail_index(s);
@@ -164,7 +182,8 @@ impl<T: QueueItem> EventQueue<T> {
         let block = tail.block(head);
         // Release: the runner that reads this index (acquire) reads the blocks linked before
         // it; the value itself is published by its slot's tag.
-        match state.compare_exchange_weak(s, s + ONE_PUSH, Ordering::AcqRel, Ordering::Acquire) {
+        let reserved = (s + ONE_PUSH) & !SLEEPING;
+        match state.compare_exchange_weak(s, reserved, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {
                 let borrow = s & SENDERS_OWN == 0;
                 let step = || {
@@ -178,7 +197,7 @@ impl<T: QueueItem> EventQueue<T> {
                     // Taken for a last slot that another sender got.
                     head.give_back(*next);
                 }
-                Ok(())
+                Ok(s)
             }
             Err(now) => Err((now, make)),
         }

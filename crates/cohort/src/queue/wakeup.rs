@@ -82,8 +82,9 @@ impl Wakeup {
         self.unpark();
     }
 
+    /// Unparks the registered worker (its park keeps the token if it is not parked yet).
     #[cold]
-    fn unpark(&self) {
+    pub(crate) fn unpark(&self) {
         if let Some(t) = self
             .thread
             .lock()
