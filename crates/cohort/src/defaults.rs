@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-/// How long an idle worker spins, polling its queue, before it parks.
+/// The longest an idle worker spins, polling its queue, before it parks (the default
+/// [`WorkerSpin`](crate::WorkerSpin) is adaptive under it: a worker whose recent spins ended in
+/// parks spins less, down to [`MIN_ADAPTIVE_SPIN`](crate::dispatcher::MIN_ADAPTIVE_SPIN)).
 ///
 /// On the reference 2-vCPU VM a hand-off between two spinning threads costs about 0.3 µs per
 /// round trip, while waking a parked thread costs about 25 µs one way. Spinning for twice the

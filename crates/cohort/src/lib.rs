@@ -77,7 +77,7 @@ pub use dispatcher::{
     ActiveGroupBuilder, ActiveGroupHandle, ActiveObjBuilder, AdvThreadPoolBuilder,
     AdvThreadPoolHandle, Binder, DispatcherHandle, OneThreadBuilder, PrioOneThreadBuilder,
     PrioOneThreadHandle, ThreadPoolBuilder, ThreadPoolHandle, WorkStealingBuilder,
-    WorkStealingHandle,
+    WorkStealingHandle, WorkerSpin,
 };
 pub use error::{
     AsyncError, BindError, DispatcherError, LaunchError, LimitError, RegisterError, SendError,

@@ -132,6 +132,19 @@ pub fn quick(size: QuickSize) -> Vec<Step> {
     let mut plan = vec![
         Step::IdleCpu(idle_cpu::IdleCpuArgs {
             seconds: if tiny { 0.1 } else { 1.0 },
+            trickle_us: 0,
+            fixed_spin_us: None,
+        }),
+        // Sparse traffic: what the adaptive spin saves against the spin it replaced.
+        Step::IdleCpu(idle_cpu::IdleCpuArgs {
+            seconds: if tiny { 0.1 } else { 1.0 },
+            trickle_us: 200,
+            fixed_spin_us: None,
+        }),
+        Step::IdleCpu(idle_cpu::IdleCpuArgs {
+            seconds: if tiny { 0.1 } else { 1.0 },
+            trickle_us: 200,
+            fixed_spin_us: Some(50),
         }),
         Step::Locality(locality::locality_plan(true)),
         Step::PingPong(PingPongArgs {

@@ -4,9 +4,14 @@
 //! finished a burst of ping-pong, then nothing to do. Measured: the CPU time the whole process
 //! uses over the window (`/proc/self/stat` utime + stime, clock ticks of 10 ms), as a
 //! percentage of one core. The target is under 1 % over 10 s.
+//!
+//! With a trickle (`--trickle-us`), a plain thread sends one message to an agent of every
+//! dispatcher every so many microseconds through the window: the CPU that waiting between
+//! sparse messages costs, which is what the workers' spin before they park decides (each
+//! message wakes a worker; a fixed spin then burns its whole length per message).
 
 use cohort::dispatcher::{Fifo, PoolBindParams};
-use cohort::{Agent, Context, DefineError, Mbox};
+use cohort::{Agent, Context, DefineError, Mbox, WorkerSpin};
 use std::sync::mpsc::{self, Sender};
 use std::time::{Duration, Instant};
 
@@ -30,6 +35,9 @@ pub struct Outcome {
 
 struct Ball(u32);
 
+/// A trickle's message: handled, nothing more.
+struct Tick;
+
 /// Passes the ball to its peer until it has made its hops; the last hop reports.
 struct Player {
     peer: Option<Mbox>,
@@ -45,6 +53,7 @@ impl Agent for Player {
                 peer.send(Ball(b.0 - 1));
             }
         })?;
+        ctx.on(|_: &mut Self, _: &Tick, _: &mut Context<'_, Self>| {})?;
         Ok(())
     }
 }
@@ -76,26 +85,41 @@ pub fn validate(window_s: f64) -> Result<(), String> {
     Ok(())
 }
 
-/// Starts every dispatcher, runs a burst on each, then measures `window_s` of idleness.
-pub fn run_once(window_s: f64) -> Result<Outcome, String> {
-    run_with_bursts(window_s, HOPS)
+/// What happens during the window, and how the workers wait (by default: nothing, and the
+/// default adaptive spin).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Load {
+    /// A message to every dispatcher's agent every so often (`None`: nothing).
+    pub trickle: Option<Duration>,
+    /// Every dispatcher's `worker_spin`.
+    pub spin: WorkerSpin,
+}
+
+/// Starts every dispatcher, runs a burst on each, then measures `window_s` of idleness (or of
+/// `load`'s trickle).
+pub fn run_once(window_s: f64, load: Load) -> Result<Outcome, String> {
+    run_with_bursts(window_s, HOPS, load)
 }
 
 /// [`run_once`] with bursts of `hops` hops.
-fn run_with_bursts(window_s: f64, hops: u32) -> Result<Outcome, String> {
+fn run_with_bursts(window_s: f64, hops: u32, load: Load) -> Result<Outcome, String> {
     validate(window_s)?;
+    let spin = load.spin;
     let env = cohort::Environment::builder()
+        .worker_spin(spin)
         .start()
         .map_err(|e| e.to_string())?;
     let e = |e: cohort::DispatcherError| e.to_string();
     let pool_params = PoolBindParams::new().fifo(Fifo::Individual);
     let tp = cohort::ThreadPoolBuilder::new()
         .name("idle-tp")
+        .worker_spin(spin)
         .threads(2)
         .build(&env)
         .map_err(e)?;
     let ws = cohort::WorkStealingBuilder::new()
         .name("idle-ws")
+        .worker_spin(spin)
         .threads(2)
         .build(&env)
         .map_err(e)?;
@@ -103,16 +127,19 @@ fn run_with_bursts(window_s: f64, hops: u32) -> Result<Outcome, String> {
         env.default_binder(),
         cohort::OneThreadBuilder::new()
             .name("idle-one")
+            .worker_spin(spin)
             .build(&env)
             .map_err(e)?
             .binder(),
         cohort::ActiveObjBuilder::new()
             .name("idle-obj")
+            .worker_spin(spin)
             .build(&env)
             .map_err(e)?
             .binder(),
         cohort::ActiveGroupBuilder::new()
             .name("idle-grp")
+            .worker_spin(spin)
             .build(&env)
             .map_err(e)?
             .group_binder("g"),
@@ -120,12 +147,14 @@ fn run_with_bursts(window_s: f64, hops: u32) -> Result<Outcome, String> {
         ws.pool_binder(pool_params).map_err(e)?,
         cohort::PrioOneThreadBuilder::new()
             .name("idle-ps")
+            .worker_spin(spin)
             .strictly_ordered()
             .build(&env)
             .map_err(e)?
             .binder(),
         cohort::PrioOneThreadBuilder::new()
             .name("idle-pq")
+            .worker_spin(spin)
             .quoted_round_robin([4; 8])
             .build(&env)
             .map_err(e)?
@@ -133,6 +162,7 @@ fn run_with_bursts(window_s: f64, hops: u32) -> Result<Outcome, String> {
     ];
     let dispatchers = binders.len();
     let (done_tx, done_rx) = mpsc::channel();
+    let mut targets = Vec::with_capacity(dispatchers);
     for binder in binders {
         let mut coop = env.new_coop();
         coop.set_binder(binder);
@@ -149,6 +179,7 @@ fn run_with_bursts(window_s: f64, hops: u32) -> Result<Outcome, String> {
         coop.agent_mut(&b).peer = Some(ma.clone());
         env.register_coop(coop).map_err(|e| e.to_string())?;
         ma.send(Ball(hops));
+        targets.push(ma);
     }
     for _ in 0..dispatchers {
         done_rx
@@ -157,8 +188,19 @@ fn run_with_bursts(window_s: f64, hops: u32) -> Result<Outcome, String> {
     }
     let before = process_cpu_s()?;
     let t0 = Instant::now();
-    // The measurement itself: nothing is waited for.
-    std::thread::sleep(Duration::from_secs_f64(window_s));
+    let end = t0 + Duration::from_secs_f64(window_s);
+    match load.trickle {
+        // The measurement itself: nothing is waited for.
+        None => std::thread::sleep(end - t0),
+        Some(every) => {
+            while Instant::now() < end {
+                for t in &targets {
+                    t.send(Tick);
+                }
+                std::thread::sleep(every);
+            }
+        }
+    }
     let window = t0.elapsed();
     let cpu_s = process_cpu_s()? - before;
     env.stop_and_wait();
@@ -173,9 +215,14 @@ mod tests {
     fn idle_environment_measures_and_rejects_bad_windows() {
         // Short bursts: a thread per agent hands the ball over by a wake-up each hop, which
         // takes long when the test shares busy cores.
-        let o = run_with_bursts(0.2, 100).unwrap();
+        let o = run_with_bursts(0.2, 100, Load::default()).unwrap();
         assert!(o.window >= Duration::from_millis(200));
         assert!(o.cpu_s >= 0.0);
         assert!(validate(0.0).unwrap_err().contains("--seconds"));
+        let trickle = Load {
+            trickle: Some(Duration::from_micros(500)),
+            spin: WorkerSpin::Fixed(Duration::from_micros(5)),
+        };
+        assert!(run_with_bursts(0.1, 10, trickle).unwrap().cpu_s >= 0.0);
     }
 }

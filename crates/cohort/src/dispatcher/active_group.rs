@@ -8,7 +8,7 @@
 use super::handle::typed_handle;
 use super::reuse::{thread_builder_setters, worker};
 use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
-use crate::defaults;
+use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
 use crate::runtime::coop::CoopId;
@@ -17,7 +17,6 @@ use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Builds an `active_group` dispatcher. Bind agents with
 /// [`ActiveGroupHandle::group_binder`]; the plain [`ActiveGroupHandle::binder`] binds to a
@@ -32,14 +31,14 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct ActiveGroupBuilder {
     name: String,
-    worker_spin: Duration,
+    worker_spin: WorkerSpin,
 }
 
 impl Default for ActiveGroupBuilder {
     fn default() -> Self {
         Self {
             name: "active_group".into(),
-            worker_spin: defaults::WORKER_SPIN,
+            worker_spin: WorkerSpin::default(),
         }
     }
 }
@@ -49,6 +48,7 @@ impl ActiveGroupBuilder {
 
     /// Creates the dispatcher and registers it with `env`.
     pub fn build(self, env: &Environment) -> Result<ActiveGroupHandle, DispatcherError> {
+        self.worker_spin.validate(&self.name)?;
         let core = Arc::new(ActiveGroup {
             name: self.name,
             switch: env.shared().stats_switch(),
@@ -89,7 +89,7 @@ struct State {
 struct ActiveGroup {
     name: String,
     switch: StatsSwitch,
-    spin: Duration,
+    spin: WorkerSpin,
     env: Weak<EnvShared>,
     state: Mutex<State>,
 }

@@ -2,14 +2,13 @@
 
 use super::reuse::{thread_builder_setters, worker};
 use super::{DispatcherCore, DispatcherHandle};
-use crate::defaults;
+use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
 use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Builds an `active_obj` dispatcher: each agent bound to it gets its own worker thread.
 ///
@@ -22,14 +21,14 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct ActiveObjBuilder {
     name: String,
-    worker_spin: Duration,
+    worker_spin: WorkerSpin,
 }
 
 impl Default for ActiveObjBuilder {
     fn default() -> Self {
         Self {
             name: "active_obj".into(),
-            worker_spin: defaults::WORKER_SPIN,
+            worker_spin: WorkerSpin::default(),
         }
     }
 }
@@ -39,6 +38,7 @@ impl ActiveObjBuilder {
 
     /// Creates the dispatcher and registers it with `env`.
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+        self.worker_spin.validate(&self.name)?;
         let core = Arc::new(ActiveObj {
             name: self.name,
             switch: env.shared().stats_switch(),
@@ -61,7 +61,7 @@ struct State {
 struct ActiveObj {
     name: String,
     switch: StatsSwitch,
-    spin: Duration,
+    spin: WorkerSpin,
     state: Mutex<State>,
 }
 

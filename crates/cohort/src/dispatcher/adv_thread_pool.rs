@@ -5,7 +5,6 @@ use super::pool::Adv;
 use super::pool::params::{PoolParams, pool_builder_setters, pool_handle};
 use crate::error::DispatcherError;
 use crate::runtime::env::Environment;
-use std::time::Duration;
 
 /// Builds an `adv_thread_pool` dispatcher: a `thread_pool` (one shared FIFO run queue for
 /// every scheduled queue, same binding parameters) on which the handlers an agent subscribed with

@@ -40,6 +40,7 @@ pub use handle::DispatcherHandle;
 pub use one_thread::OneThreadBuilder;
 pub use pool::params::{PoolBindParams, PoolHandle};
 pub use prio_one_thread::{PrioOneThreadBuilder, PrioOneThreadHandle, Priority};
+pub use reuse::spin::{MAX_WORKER_SPIN, MIN_ADAPTIVE_SPIN, WorkerSpin};
 pub use thread_pool::{ThreadPoolBuilder, ThreadPoolHandle};
 pub use work_stealing::{WorkStealingBuilder, WorkStealingHandle};
 

@@ -4,14 +4,13 @@ use super::reuse::bound_count::BoundCount;
 use super::reuse::thread_builder_setters;
 use super::reuse::worker;
 use super::{DispatcherCore, DispatcherHandle};
-use crate::defaults;
+use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
 use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 /// Builds a `one_thread` dispatcher: one worker thread, one queue, for all its agents.
 /// Messages between its agents take the lock-free, allocation-free local path.
@@ -21,7 +20,7 @@ use std::time::Duration;
 /// let env = cohort::Environment::builder().start().unwrap();
 /// let disp = cohort::OneThreadBuilder::new()
 ///     .name("ui")                            // default: "one_thread"
-///     .worker_spin(Duration::from_micros(10)) // default: defaults::WORKER_SPIN
+///     .worker_spin(Duration::from_micros(10)) // fixed; default: adaptive up to 50 µs
 ///     .build(&env)
 ///     .unwrap();
 /// let mut coop = env.new_coop();
@@ -30,14 +29,14 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct OneThreadBuilder {
     name: String,
-    worker_spin: Duration,
+    worker_spin: WorkerSpin,
 }
 
 impl Default for OneThreadBuilder {
     fn default() -> Self {
         Self {
             name: "one_thread".into(),
-            worker_spin: defaults::WORKER_SPIN,
+            worker_spin: WorkerSpin::default(),
         }
     }
 }
@@ -48,6 +47,7 @@ impl OneThreadBuilder {
     /// Starts the worker thread and registers the dispatcher with `env` (which shuts it down
     /// and joins it when it stops).
     pub fn build(self, env: &Environment) -> Result<DispatcherHandle, DispatcherError> {
+        self.worker_spin.validate(&self.name)?;
         let queue = EventQueue::new();
         let probe = WorkerProbe::new(format!("cohort-{}", self.name), env.shared().stats_switch());
         let thread = worker::spawn(

@@ -5,7 +5,6 @@ use super::pool::ThreadPool;
 use super::pool::params::{PoolParams, pool_builder_setters, pool_handle};
 use crate::error::DispatcherError;
 use crate::runtime::env::Environment;
-use std::time::Duration;
 
 /// Builds a `thread_pool` dispatcher: N workers taking woken queues from one shared FIFO,
 /// each queue with work left after its turn going to the back of its worker's own FIFO

@@ -201,3 +201,109 @@ fn creating_a_pool_after_stop_fails() {
         );
     });
 }
+
+/// A spin longer than `MAX_WORKER_SPIN`, or an adaptive one whose max is below its floor,
+/// is refused by every dispatcher builder (and by the environment's, for its default
+/// dispatcher) with `InvalidParameter` naming `worker_spin`; the bounds themselves work.
+#[test]
+fn a_worker_spin_out_of_range_is_an_invalid_parameter() {
+    use cohort::dispatcher::{MAX_WORKER_SPIN, MIN_ADAPTIVE_SPIN};
+    use cohort::{
+        ActiveGroupBuilder, ActiveObjBuilder, OneThreadBuilder, PrioOneThreadBuilder, WorkerSpin,
+    };
+    watchdog(TIMEOUT, || {
+        let env = cohort::Environment::builder().start().unwrap();
+        let bad = [
+            WorkerSpin::Fixed(MAX_WORKER_SPIN + Duration::from_nanos(1)),
+            WorkerSpin::Adaptive {
+                max: Duration::from_secs(1),
+            },
+            WorkerSpin::Adaptive {
+                max: MIN_ADAPTIVE_SPIN / 2,
+            },
+        ];
+        let name = "spin-bad";
+        type Build<'a> = Box<dyn Fn(WorkerSpin) -> Result<(), DispatcherError> + 'a>;
+        let builders: Vec<Build<'_>> = vec![
+            Box::new(|s| {
+                OneThreadBuilder::new()
+                    .name(name)
+                    .worker_spin(s)
+                    .build(&env)
+                    .map(drop)
+            }),
+            Box::new(|s| {
+                ActiveObjBuilder::new()
+                    .name(name)
+                    .worker_spin(s)
+                    .build(&env)
+                    .map(drop)
+            }),
+            Box::new(|s| {
+                ActiveGroupBuilder::new()
+                    .name(name)
+                    .worker_spin(s)
+                    .build(&env)
+                    .map(drop)
+            }),
+            Box::new(|s| {
+                let b = PrioOneThreadBuilder::new().name(name);
+                b.worker_spin(s).build(&env).map(drop)
+            }),
+            Box::new(|s| {
+                ThreadPoolBuilder::new()
+                    .name(name)
+                    .worker_spin(s)
+                    .build(&env)
+                    .map(drop)
+            }),
+            Box::new(|s| {
+                let b = WorkStealingBuilder::new().name(name);
+                b.worker_spin(s).build(&env).map(drop)
+            }),
+            Box::new(|s| {
+                let b = AdvThreadPoolBuilder::new().name(name);
+                b.worker_spin(s).build(&env).map(drop)
+            }),
+        ];
+        for spin in bad {
+            for build in &builders {
+                assert_invalid(build(spin), name, "worker_spin");
+            }
+            match cohort::Environment::builder().worker_spin(spin).start() {
+                Err(DispatcherError::InvalidParameter {
+                    parameter: "worker_spin",
+                    ..
+                }) => {}
+                Err(other) => panic!("expected worker_spin to be refused, got {other}"),
+                Ok(_) => panic!("expected worker_spin {spin:?} to be refused"),
+            }
+        }
+        assert!(
+            threads_named("cohort-spin-bad").is_empty(),
+            "no thread is started for a rejected dispatcher"
+        );
+        drop(builders);
+        // The bounds are accepted, and a `Duration` is a fixed spin.
+        for (i, spin) in [
+            WorkerSpin::Fixed(MAX_WORKER_SPIN),
+            WorkerSpin::Adaptive {
+                max: MIN_ADAPTIVE_SPIN,
+            },
+            Duration::ZERO.into(),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let d = OneThreadBuilder::new()
+                .name(format!("spin-ok-{i}"))
+                .worker_spin(spin)
+                .build(&env)
+                .unwrap();
+            let mut coop = env.new_coop();
+            coop.add_with_binder(Idle, d.binder());
+            env.register_coop(coop).unwrap();
+        }
+        env.stop_and_wait();
+    });
+}

@@ -16,7 +16,7 @@
 //! `work_stealing.rs`) decide where a woken queue goes, what a worker runs next and where a
 //! queue with work left after its turn goes.
 //!
-//! Idle workers spin for `worker_spin`, then park; scheduling wakes one parked worker when it
+//! Idle workers spin as their own [`Spinner`] says (under `worker_spin`), then park; scheduling wakes one parked worker when it
 //! puts work where others can take it (Dekker with each worker's [`Wakeup`]).
 
 mod adv;
@@ -34,7 +34,7 @@ pub(crate) use policy::{PoolPolicy, TurnEnd};
 pub(crate) use thread_pool::ThreadPool;
 pub(crate) use work_stealing::{HomeQueuePace, WorkStealing};
 
-use super::reuse::worker::spin_until;
+use super::reuse::spin::{Spinner, WorkerSpin};
 use super::{BindParams, DispatcherCore, Fifo};
 use crate::agent::demand::Demand;
 use crate::defaults;
@@ -52,7 +52,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The `shut` flag in the bound-agents word.
 const SHUT: usize = 1 << (usize::BITS - 1);
@@ -63,7 +63,7 @@ pub(crate) type QueueRef = Arc<EventQueue>;
 pub(crate) struct Pool<P: PoolPolicy> {
     name: String,
     pub(crate) policy: P,
-    spin: Duration,
+    spin: WorkerSpin,
     stealers: Box<[Stealer<QueueRef>]>,
     /// Each worker's LIFO deque of queues displaced from its slot, for stealing.
     fresh_stealers: Box<[Stealer<QueueRef>]>,
@@ -97,6 +97,8 @@ pub(crate) struct WorkerCtx<P: PoolPolicy> {
     /// Last time each other worker's LIFO slot was seen occupied during the same turn of its
     /// owner: (turn seen, since when), to steal a queue stranded there (see `Slot`).
     slot_watch: RefCell<Vec<Option<(usize, Instant)>>>,
+    /// How long this worker spins before it parks, learnt from its own recent waits.
+    spinner: Spinner,
     /// The policy's per-worker state.
     pub(crate) policy: P::Worker,
 }
@@ -154,7 +156,7 @@ impl<P: PoolPolicy> Pool<P> {
         name: String,
         policy: P,
         threads: usize,
-        spin: Duration,
+        spin: WorkerSpin,
         switch: StatsSwitch,
     ) -> std::io::Result<Arc<Self>> {
         let locals: Vec<(Worker<QueueRef>, Worker<QueueRef>)> = (0..threads)
@@ -403,6 +405,7 @@ impl<P: PoolPolicy> Pool<P> {
             local,
             fresh,
             slot_watch: RefCell::new(vec![None; self.slots.len()]),
+            spinner: Spinner::new(self.spin),
             policy: self.policy.new_worker(),
         };
         CURRENT_WORKER.with(|c| {
@@ -465,19 +468,18 @@ impl<P: PoolPolicy> Pool<P> {
     fn idle(&self, ctx: &WorkerCtx<P>) {
         let index = ctx.index;
         let work = || self.has_work(ctx) || self.is_done();
-        if spin_until(work, self.spin) {
-            return;
-        }
-        if self.others_slots_occupied(index) {
-            // Another worker's LIFO slot holds a queue: look again soon, in case that worker
-            // is blocked and the queue needs taking (nobody would wake us).
-            crate::dispatcher::reuse::release_thread_caches();
-            self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
-        } else {
-            self.parked_forever.park(index, &self.wakeups[index], || {
-                work() || self.others_slots_occupied(index)
-            });
-        }
+        ctx.spinner.wait(work, || {
+            if self.others_slots_occupied(index) {
+                // Another worker's LIFO slot holds a queue: look again soon, in case that
+                // worker is blocked and the queue needs taking (nobody would wake us).
+                crate::dispatcher::reuse::release_thread_caches();
+                self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
+            } else {
+                self.parked_forever.park(index, &self.wakeups[index], || {
+                    work() || self.others_slots_occupied(index)
+                });
+            }
+        });
     }
 
     /// Runs one turn of `q`, then schedules it again (as the policy says) if it has more.

@@ -5,11 +5,11 @@
 use super::{HomeQueuePace, Pool, PoolCore, PoolPolicy};
 use crate::defaults;
 use crate::dispatcher::handle::typed_handle;
+use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::dispatcher::{BindParams, Binder, DispatcherHandle, Fifo};
 use crate::error::DispatcherError;
 use crate::runtime::env::Environment;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Per-binding parameters of a pool dispatcher (SObjectizer's `bind_params_t`).
 ///
@@ -125,7 +125,7 @@ pub(crate) use pool_handle;
 pub(crate) struct PoolParams {
     pub(crate) name: String,
     pub(crate) threads: usize,
-    pub(crate) worker_spin: Duration,
+    pub(crate) worker_spin: WorkerSpin,
     /// `work_stealing` only (see
     /// [`WorkStealingBuilder::home_queue_interval`](crate::WorkStealingBuilder::home_queue_interval)
     /// and [`WorkStealingBuilder::home_queue_wait`](crate::WorkStealingBuilder::home_queue_wait)).
@@ -141,7 +141,7 @@ impl PoolParams {
         Self {
             name: name.into(),
             threads: defaults::pool_threads(),
-            worker_spin: defaults::WORKER_SPIN,
+            worker_spin: WorkerSpin::default(),
             home: HomeQueuePace::default(),
         }
     }
@@ -159,6 +159,7 @@ impl PoolParams {
                 "must be at least 1 (the default is the machine's available parallelism)",
             ));
         }
+        self.worker_spin.validate(&self.name)?;
         if self.home.interval == 0 {
             return Err(DispatcherError::invalid(
                 &self.name,
@@ -200,9 +201,12 @@ macro_rules! pool_builder_setters {
             self
         }
 
-        /// How long an idle worker spins before parking. Default: [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN).
-        pub fn worker_spin(mut self, spin: Duration) -> Self {
-            self.params.worker_spin = spin;
+        /// How an idle worker waits before it parks: a [`WorkerSpin`](crate::WorkerSpin), or a
+        /// `Duration` to spin exactly that long. Default: [`WorkerSpin::default`](crate::WorkerSpin::default),
+        /// adaptive up to [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN); each worker
+        /// learns on its own. Checked by `build`.
+        pub fn worker_spin(mut self, spin: impl Into<crate::WorkerSpin>) -> Self {
+            self.params.worker_spin = spin.into();
             self
         }
     };

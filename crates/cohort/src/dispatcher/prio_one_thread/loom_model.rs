@@ -40,7 +40,7 @@ fn check(mode: PrioMode, per_queue: u8) {
                     &queues[..],
                     &group,
                     mode,
-                    Duration::ZERO,
+                    Duration::ZERO.into(),
                     None,
                     |_, it, _| {
                         got.push(it);

@@ -9,7 +9,7 @@ use super::handle::typed_handle;
 use super::reuse::bound_count::BoundCount;
 use super::reuse::thread_builder_setters;
 use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
-use crate::defaults;
+use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::EventQueue;
 use crate::queue::wakeup::SharedWakeup;
@@ -17,7 +17,6 @@ use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
 use worker::{PRIORITIES, PrioMode, run_prio};
 
 /// An agent's priority on a `prio_one_thread` dispatcher, `P0` lowest to `P7` highest
@@ -71,7 +70,7 @@ pub enum Priority {
 #[derive(Debug, Clone)]
 pub struct PrioOneThreadBuilder {
     name: String,
-    worker_spin: Duration,
+    worker_spin: WorkerSpin,
     mode: PrioMode,
 }
 
@@ -79,7 +78,7 @@ impl Default for PrioOneThreadBuilder {
     fn default() -> Self {
         Self {
             name: "prio_one_thread".into(),
-            worker_spin: defaults::WORKER_SPIN,
+            worker_spin: WorkerSpin::default(),
             mode: PrioMode::Strict,
         }
     }
@@ -104,6 +103,7 @@ impl PrioOneThreadBuilder {
     /// Starts the worker thread and registers the dispatcher with `env` (which shuts it down
     /// and joins it when it stops).
     pub fn build(self, env: &Environment) -> Result<PrioOneThreadHandle, DispatcherError> {
+        self.worker_spin.validate(&self.name)?;
         if let PrioMode::Quoted(q) = self.mode
             && let Some(p) = q.iter().position(|&n| n == 0)
         {

@@ -16,12 +16,11 @@
 //!   demands (or until it has none), then the next lower one (wrapping to the highest).
 
 use crate::defaults;
-use crate::dispatcher::reuse::worker::spin_until;
+use crate::dispatcher::reuse::spin::{Spinner, WorkerSpin};
 use crate::queue::wakeup::SharedWakeup;
 use crate::queue::{DedicatedReader, EventQueue, Local, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Number of agent priorities (`P0` lowest to `P7` highest, as in SObjectizer).
 pub(crate) const PRIORITIES: usize = 8;
@@ -92,7 +91,7 @@ pub(crate) fn run_prio<T: QueueItem>(
     queues: &[Arc<EventQueue<T>>],
     group: &SharedWakeup,
     mode: PrioMode,
-    spin: Duration,
+    spin: WorkerSpin,
     probe: Option<&WorkerProbe>,
     mut execute: impl FnMut(&EventQueue<T>, T, usize) -> usize,
 ) {
@@ -116,6 +115,7 @@ pub(crate) fn run_prio<T: QueueItem>(
         .collect();
     let any_remote = || readers.iter().any(DedicatedReader::has_remote);
     let _turns = crate::dispatcher::turn_end::TurnScope::enter();
+    let spinner = Spinner::new(spin);
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
         if ready.remote != 0 {
@@ -172,10 +172,13 @@ pub(crate) fn run_prio<T: QueueItem>(
         }
         let t0 = probe.and_then(WorkerProbe::start);
         let work = || any_remote() || all_closed();
-        if !spin_until(|| group.any_flagged() || work(), spin) {
-            crate::dispatcher::reuse::release_thread_caches();
-            group.sleep(work);
-        }
+        spinner.wait(
+            || group.any_flagged() || work(),
+            || {
+                crate::dispatcher::reuse::release_thread_caches();
+                group.sleep(work);
+            },
+        );
         if let (Some(p), Some(t0)) = (probe, t0) {
             p.idle(t0);
         }

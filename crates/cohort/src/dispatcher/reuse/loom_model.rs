@@ -18,7 +18,7 @@ fn check(producers: u8, per_producer: u8) {
             let q = q.clone();
             loom::thread::spawn(move || {
                 let mut got = Vec::new();
-                run_with(&q, Duration::ZERO, None, |it| got.push(it));
+                run_with(&q, Duration::ZERO.into(), None, |it| got.push(it));
                 got
             })
         };

@@ -1,9 +1,10 @@
-//! Pieces the dispatchers share: the worker loop of a dedicated thread, the bound-agent
-//! count, the setters of thread builders.
+//! Pieces the dispatchers share: the worker loop of a dedicated thread, how an idle worker
+//! spins, the bound-agent count, the setters of thread builders.
 
 pub(crate) mod bound_count;
 #[cfg(all(test, cohort_loom))]
 mod loom_model;
+pub(crate) mod spin;
 pub(crate) mod worker;
 
 /// What a worker keeps only while it is busy (the subscriber tables of the multi-consumer
@@ -29,10 +30,12 @@ macro_rules! thread_builder_setters {
             self
         }
 
-        /// How long an idle worker thread spins before parking. Default:
-        /// [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN).
-        pub fn worker_spin(mut self, spin: std::time::Duration) -> Self {
-            self.worker_spin = spin;
+        /// How an idle worker thread waits before it parks: a [`WorkerSpin`](crate::WorkerSpin),
+        /// or a `Duration` to spin exactly that long. Default: [`WorkerSpin::default`](crate::WorkerSpin::default),
+        /// adaptive up to [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN). Checked by
+        /// `build` ([`DispatcherError::InvalidParameter`](crate::DispatcherError::InvalidParameter)).
+        pub fn worker_spin(mut self, spin: impl Into<crate::WorkerSpin>) -> Self {
+            self.worker_spin = spin.into();
             self
         }
     };

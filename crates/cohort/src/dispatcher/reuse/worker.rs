@@ -3,15 +3,15 @@
 //! The loop executes from the queue's local half only, moving the remote half to the local
 //! tail every [`defaults::LOCAL_BATCH`] demands (and whenever the local half is empty), so
 //! demands from other threads are never starved by a busy local flow. With nothing to do it
-//! spins for the configured time (a hand-off between two busy threads costs far less than
+//! spins as its [`Spinner`] says (a hand-off between two busy threads costs far less than
 //! waking a parked one), then parks until a remote push wakes it.
 
+use super::spin::{Spinner, WorkerSpin};
 use crate::defaults;
 use crate::queue::{DedicatedReader, EventQueue, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 /// Joins a dispatcher's worker threads (skipping the calling thread, which cannot join
 /// itself), logging any that panicked.
@@ -28,7 +28,7 @@ pub(crate) fn join_all(dispatcher: &str, threads: impl IntoIterator<Item = JoinH
 pub(crate) fn spawn(
     name: String,
     queue: Arc<EventQueue>,
-    spin: Duration,
+    spin: WorkerSpin,
     probe: Arc<WorkerProbe>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -37,7 +37,7 @@ pub(crate) fn spawn(
 }
 
 /// Runs `queue` on this thread until it is closed and empty.
-pub(crate) fn run(queue: &EventQueue, spin: Duration, probe: &WorkerProbe) {
+pub(crate) fn run(queue: &EventQueue, spin: WorkerSpin, probe: &WorkerProbe) {
     run_with(queue, spin, Some(probe), |d| {
         d.run(queue, 1);
     })
@@ -46,7 +46,7 @@ pub(crate) fn run(queue: &EventQueue, spin: Duration, probe: &WorkerProbe) {
 /// The worker loop over any queue item, executing each with `execute`.
 pub(crate) fn run_with<T: QueueItem>(
     queue: &EventQueue<T>,
-    spin: Duration,
+    spin: WorkerSpin,
     probe: Option<&WorkerProbe>,
     mut execute: impl FnMut(T),
 ) {
@@ -56,6 +56,7 @@ pub(crate) fn run_with<T: QueueItem>(
     let (running, reader) = unsafe { (RunningGuard::enter(queue), DedicatedReader::claim(queue)) };
     let local = running.local();
     let _turns = super::super::turn_end::TurnScope::enter();
+    let spinner = Spinner::new(spin);
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
         local.drain_remote(defaults::REMOTE_BATCH);
@@ -86,35 +87,17 @@ pub(crate) fn run_with<T: QueueItem>(
             continue;
         }
         let t0 = probe.and_then(WorkerProbe::start);
-        if !spin_until(|| reader.has_remote() || queue.is_closed(), spin) {
-            super::release_thread_caches();
-            reader.sleep();
-        }
+        spinner.wait(
+            || reader.has_remote() || queue.is_closed(),
+            || {
+                super::release_thread_caches();
+                reader.sleep();
+            },
+        );
         if let (Some(p), Some(t0)) = (probe, t0) {
             p.idle(t0);
         }
     }
     drop(running);
     reader.retire();
-}
-
-/// Spins until `ready()` holds, for at most `spin`; returns whether it did. Yields the CPU
-/// between rounds of 64 polls (see [`WORKER_SPIN`](crate::defaults::WORKER_SPIN)).
-pub(crate) fn spin_until(ready: impl Fn() -> bool, spin: Duration) -> bool {
-    if spin.is_zero() {
-        return ready();
-    }
-    let deadline = Instant::now() + spin;
-    loop {
-        for _ in 0..64 {
-            if ready() {
-                return true;
-            }
-            std::hint::spin_loop();
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::yield_now();
-    }
 }

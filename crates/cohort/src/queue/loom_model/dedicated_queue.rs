@@ -40,7 +40,7 @@ fn sleeps_through_no_push(producers: u8, per_producer: u8, preemptions: Option<u
             let q = q.clone();
             loom::thread::spawn(move || {
                 let mut ran = Vec::new();
-                run_with(&q, Duration::ZERO, None, |it| {
+                run_with(&q, Duration::ZERO.into(), None, |it| {
                     ran.push(it);
                     if ran.len() == total {
                         q.close();
@@ -103,7 +103,9 @@ fn retire_races_pushes(items: u8) {
             let q = q.clone();
             loom::thread::spawn(move || {
                 let mut ran = Vec::new();
-                run_with(&q, Duration::ZERO, None, |c: Counted| ran.push(c.item));
+                run_with(&q, Duration::ZERO.into(), None, |c: Counted| {
+                    ran.push(c.item)
+                });
                 ran
             })
         };

@@ -11,7 +11,6 @@ use crate::runtime::coop::CoopInner;
 use crate::trace::MessageTracing;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
-use std::time::Duration;
 
 /// Runs an environment on the calling thread until it stops.
 ///
@@ -57,7 +56,7 @@ pub struct EnvironmentBuilder {
     autoshutdown: Option<bool>,
     panic_reaction: PanicReaction,
     dead_letter_hook: Option<DeadLetterHook>,
-    worker_spin: Duration,
+    worker_spin: crate::WorkerSpin,
     timer_queue: crate::timer::TimerQueue,
     message_tracing: Option<MessageTracing>,
     /// Where agents' futures run.
@@ -72,7 +71,7 @@ impl Default for EnvironmentBuilder {
             autoshutdown: None,
             panic_reaction: PanicReaction::default(),
             dead_letter_hook: None,
-            worker_spin: defaults::WORKER_SPIN,
+            worker_spin: crate::WorkerSpin::default(),
             timer_queue: defaults::TIMER_QUEUE,
             message_tracing: None,
             futures: crate::future::RuntimeChoice::default(),
@@ -104,10 +103,13 @@ impl EnvironmentBuilder {
         self
     }
 
-    /// How long the default dispatcher's worker spins before parking when it has nothing to
-    /// do. Default: [`defaults::WORKER_SPIN`].
-    pub fn worker_spin(mut self, spin: Duration) -> Self {
-        self.worker_spin = spin;
+    /// How the default dispatcher's worker waits before it parks when it has nothing to do:
+    /// a [`WorkerSpin`](crate::WorkerSpin), or a `Duration` to spin exactly that long.
+    /// Default: [`WorkerSpin::default`](crate::WorkerSpin::default), adaptive up to
+    /// [`defaults::WORKER_SPIN`]. Checked by `start` (an invalid one fails it with
+    /// [`DispatcherError::InvalidParameter`](crate::DispatcherError::InvalidParameter)).
+    pub fn worker_spin(mut self, spin: impl Into<crate::WorkerSpin>) -> Self {
+        self.worker_spin = spin.into();
         self
     }
 

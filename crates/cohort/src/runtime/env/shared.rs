@@ -12,7 +12,6 @@ use crate::stats::StatsSwitch;
 use crate::trace::{self, MessageTracing, TraceEvent, TraceStep};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
-use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Finished {
@@ -44,7 +43,7 @@ pub(crate) struct EnvShared {
     pub(super) panics: AtomicU64,
     /// What supervisors did (see [`crate::supervision`]).
     pub(crate) supervision: crate::stats::SupervisionCounters,
-    pub(crate) worker_spin: Duration,
+    pub(crate) worker_spin: crate::WorkerSpin,
     /// Agents of registered cooperations.
     pub(super) agents: AtomicUsize,
     /// Whether workers keep statistics.
