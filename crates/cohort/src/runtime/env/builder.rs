@@ -203,6 +203,8 @@ impl EnvironmentBuilder {
     }
 
     fn build(self, autoshutdown: bool) -> Result<Environment, DispatcherError> {
+        // Before anything is built: nothing to undo.
+        self.worker_spin.validate("default")?;
         let shared = Arc::new(EnvShared {
             root: Mutex::new(None),
             default_binder: OnceLock::new(),
@@ -237,16 +239,26 @@ impl EnvironmentBuilder {
             Some(Arc::new(CoopInner::root(shared.clone())));
         let env = Environment(shared);
         let default = match self.default_dispatcher {
-            Some(core) => {
-                env.0.add_dispatcher(core.clone())?;
-                DispatcherHandle::new(core)
-            }
+            Some(core) => env
+                .0
+                .add_dispatcher(core.clone())
+                .map(|()| DispatcherHandle::new(core)),
             None => OneThreadBuilder::new()
                 .name("default")
                 .worker_spin(env.0.worker_spin)
-                .build(&env)?,
+                .build(&env),
         };
-        let _ = env.0.default_binder.set(default.binder());
-        Ok(env)
+        match default {
+            Ok(default) => {
+                let _ = env.0.default_binder.set(default.binder());
+                Ok(env)
+            }
+            Err(e) => {
+                // The root cooperation and the environment hold each other until a stop
+                // releases the root; a build that fails releases it here.
+                env.0.root.lock().unwrap_or_else(|e| e.into_inner()).take();
+                Err(e)
+            }
+        }
     }
 }
