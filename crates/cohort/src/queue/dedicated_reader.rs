@@ -38,6 +38,21 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
         unsafe { self.queue.has_remote_for_reader() }
     }
 
+    /// True when the remote half's next demand is written: what the worker polls while it
+    /// waits (the slot, on the line its sender writes, see
+    /// [`Head::next_is_written`](super::remote_blocks::Head::next_is_written)); before the
+    /// queue's first remote push, the state's index.
+    #[inline]
+    pub(crate) fn has_written(&self) -> bool {
+        let head = &self.queue.run.remote_head;
+        if head.has_block() {
+            // SAFETY: this thread is the remote half's one reader (the token's claim).
+            unsafe { head.next_is_written() }
+        } else {
+            self.has_remote()
+        }
+    }
+
     /// Sleeps until a remote push or a close (the caller spins first).
     ///
     /// A worker that has its queue's wake-up to itself raises [`SLEEPING`] in the state, in a
@@ -60,6 +75,10 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
                     let head = unsafe { q.run.remote_head.index() };
                     if tail_index(s) == head && !q.is_closed() {
                         crate::sync::park();
+                    } else if tail_index(s) != head {
+                        // A reservation not written yet (its sender was preempted between
+                        // the two, or is writing now): let it run.
+                        crate::sync::yield_now();
                     }
                     // Unless a sender cleared it (and unparked this thread).
                     state.fetch_and(!SLEEPING, Ordering::Relaxed);

@@ -243,6 +243,50 @@ impl<T> Head<T> {
         unsafe { *self.index.get() }
     }
 
+    /// True when the value at the head is written: what a reader waiting for its next value
+    /// polls, the slot itself, on the line its sender writes, rather than the state (which
+    /// its senders then keep on their own core for their reservations). False before the
+    /// first block is linked (the caller looks at the state instead).
+    ///
+    /// # Safety
+    /// Only the queue's runner calls this.
+    #[inline]
+    pub(crate) unsafe fn next_is_written(&self) -> bool {
+        // SAFETY: caller: the index is the runner's alone.
+        let index = unsafe { *self.index.get() };
+        // Acquire: the first block was linked by a sender (`link_first`), and this reader may
+        // not have read the state since.
+        let mut block = self.block.load(Ordering::Acquire);
+        if block.is_null() {
+            return false;
+        }
+        let mut off = index % LAP;
+        if off == BLOCK_CAP {
+            // At the marker: the next block, linked before the last slot's value, which this
+            // runner has read.
+            // SAFETY: the block is alive: the runner passes it only in `pop`.
+            block = unsafe { (*block).next.load(Ordering::Acquire) };
+            if block.is_null() {
+                return false;
+            }
+            off = 0;
+        }
+        // SAFETY: the block holds the index (or, past the marker, the next one) and is alive.
+        let slot = unsafe { &(*block).slots[off as usize] };
+        let index = if index % LAP == BLOCK_CAP {
+            index + 1
+        } else {
+            index
+        };
+        slot.lap.load(Ordering::Acquire) == lap_tag(index)
+    }
+
+    /// Whether a block was linked in (by the first remote push).
+    #[inline]
+    pub(crate) fn has_block(&self) -> bool {
+        !self.block.load(Ordering::Acquire).is_null()
+    }
+
     /// Takes the value at the head if the head is before `tail` (the state's index, read
     /// with acquire) and its sender has written it, stepping over markers into the next
     /// blocks (the passed one becomes the spare).
@@ -257,7 +301,9 @@ impl<T> Head<T> {
             if *index == tail {
                 return None;
             }
-            let block = self.block.load(Ordering::Relaxed);
+            // Acquire: the first block was linked by a sender (a reader that pops by the
+            // slots' tags, without a look at the state, learns of it only here).
+            let block = self.block.load(Ordering::Acquire);
             let off = *index % LAP;
             if off == BLOCK_CAP {
                 // Every slot of this block was read; the sender of its last slot linked the
