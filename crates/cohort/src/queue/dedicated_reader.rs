@@ -2,6 +2,7 @@
 //! runs, from its first look to its retirement.
 
 use super::event_queue::{EventQueue, Notifier, QueueItem};
+use super::local::Local;
 use super::pool_state::{RETIRED, SLEEPING, tail_index};
 use super::wakeup::QueueWakeup;
 use crate::agent::demand::Demand;
@@ -44,13 +45,33 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
     /// queue's first remote push, the state's index.
     #[inline]
     pub(crate) fn has_written(&self) -> bool {
-        let head = &self.queue.run.remote_head;
-        if head.has_block() {
-            // SAFETY: this thread is the remote half's one reader (the token's claim).
-            unsafe { head.next_is_written() }
-        } else {
-            self.has_remote()
+        // SAFETY: this thread is the remote half's one reader (the token's claim).
+        match unsafe { self.queue.run.remote_head.next_is_written() } {
+            Some(written) => written,
+            None => self.has_remote(),
         }
+    }
+
+    /// Moves up to `max` remote demands to the local tail of `local` (this queue's token);
+    /// returns how many moved. A worker that runs its queue alone takes what its senders have
+    /// written, slot by slot, without reading the state: the state's line then stays with
+    /// the senders, whose reservations write it (a send to a busy worker moves one line, its
+    /// slot's, between the cores); it learns of a reservation not written yet from the state
+    /// only before it sleeps. Before the first block, and for a worker that serves a group
+    /// (woken by the group's flags), up to the state's index.
+    #[inline]
+    pub(crate) fn drain_written(&self, local: &Local<'_, T>, max: usize) -> usize {
+        let q = self.queue;
+        let head = &q.run.remote_head;
+        if let Notifier::Thread(side) = &q.notifier
+            && matches!(side.wakeup, QueueWakeup::Own(_))
+            && head.has_block()
+        {
+            // SAFETY: this thread is the remote half's one reader (the token's claim); with
+            // no tail, `pop` stops at the first value not written yet.
+            return local.move_to_local(max, || unsafe { head.pop(u64::MAX) });
+        }
+        local.drain_remote(max)
     }
 
     /// Sleeps until a remote push or a close (the caller spins first).

@@ -5,7 +5,6 @@
 use super::event_queue::{EventQueue, Notifier, QueueItem};
 use super::pool_state::tail_index;
 use super::remote_blocks;
-use super::wakeup::QueueWakeup;
 use crate::agent::demand::Demand;
 use std::marker::PhantomData;
 
@@ -115,29 +114,11 @@ impl<'q, T: QueueItem> Local<'q, T> {
         }
     }
 
-    /// Moves up to `max` remote demands to the local tail; returns how many moved.
-    ///
-    /// A worker that runs its queue alone takes what its senders have written, slot by slot,
-    /// without reading the state: the state's line then stays with the senders, whose reservations write it
-    /// (a send to a busy worker moves one line, its slot's, between the cores). It learns of
-    /// a reservation not written yet from the state only before it sleeps.
+    /// Moves up to `max` remote demands to the local tail, up to the state's index; returns
+    /// how many moved. (A worker that runs its queue alone takes what is written instead,
+    /// without reading the state: [`DedicatedReader::drain_written`](super::DedicatedReader::drain_written).)
     #[inline]
     pub(crate) fn drain_remote(&self, max: usize) -> usize {
-        let head = &self.queue.run.remote_head;
-        if let Notifier::Thread(side) = &self.queue.notifier
-            && matches!(side.wakeup, QueueWakeup::Own(_))
-            && head.has_block()
-        {
-            // SAFETY: see above: the head is this thread's alone; with no tail, `pop` stops
-            // at the first value not written yet.
-            return self.move_to_local(max, || unsafe { head.pop(u64::MAX) });
-        }
-        self.drain_remote_to_state(max)
-    }
-
-    /// [`drain_remote`](Self::drain_remote) up to the state's index.
-    #[inline]
-    fn drain_remote_to_state(&self, max: usize) -> usize {
         // One load of the state, which a pool turn touches anyway, says how many were pushed
         // (acquire: with the blocks they went to). A push after it fails a pool turn's end
         // (`end_turn`), which runs the queue again, and is seen by a dedicated worker's look

@@ -243,42 +243,36 @@ impl<T> Head<T> {
         unsafe { *self.index.get() }
     }
 
-    /// True when the value at the head is written: what a reader waiting for its next value
+    /// Whether the value at the head is written: what a reader waiting for its next value
     /// polls, the slot itself, on the line its sender writes, rather than the state (which
-    /// its senders then keep on their own core for their reservations). False before the
+    /// its senders then keep on their own core for their reservations). `None` before the
     /// first block is linked (the caller looks at the state instead).
     ///
     /// # Safety
     /// Only the queue's runner calls this.
     #[inline]
-    pub(crate) unsafe fn next_is_written(&self) -> bool {
+    pub(crate) unsafe fn next_is_written(&self) -> Option<bool> {
         // SAFETY: caller: the index is the runner's alone.
-        let index = unsafe { *self.index.get() };
+        let mut index = unsafe { *self.index.get() };
         // Acquire: the first block was linked by a sender (`link_first`), and this reader may
         // not have read the state since.
         let mut block = self.block.load(Ordering::Acquire);
         if block.is_null() {
-            return false;
+            return None;
         }
-        let mut off = index % LAP;
-        if off == BLOCK_CAP {
-            // At the marker: the next block, linked before the last slot's value, which this
-            // runner has read.
+        if index % LAP == BLOCK_CAP {
+            // At the marker: the next index is the next block's first, linked before the
+            // last slot's value, which this runner has read.
             // SAFETY: the block is alive: the runner passes it only in `pop`.
             block = unsafe { (*block).next.load(Ordering::Acquire) };
             if block.is_null() {
-                return false;
+                return Some(false);
             }
-            off = 0;
+            index += 1;
         }
-        // SAFETY: the block holds the index (or, past the marker, the next one) and is alive.
-        let slot = unsafe { &(*block).slots[off as usize] };
-        let index = if index % LAP == BLOCK_CAP {
-            index + 1
-        } else {
-            index
-        };
-        slot.lap.load(Ordering::Acquire) == lap_tag(index)
+        // SAFETY: the block holds the index and is alive.
+        let slot = unsafe { &(*block).slots[(index % LAP) as usize] };
+        Some(slot.lap.load(Ordering::Acquire) == lap_tag(index))
     }
 
     /// Whether a block was linked in (by the first remote push).

@@ -16,8 +16,9 @@
 //! `work_stealing.rs`) decide where a woken queue goes, what a worker runs next and where a
 //! queue with work left after its turn goes.
 //!
-//! Idle workers spin as their own [`Spinner`] says (under `worker_spin`), then park; scheduling wakes one parked worker when it
-//! puts work where others can take it (Dekker with each worker's [`Wakeup`]).
+//! Idle workers spin as their own [`Spinner`] says (under `worker_spin`), then park;
+//! scheduling wakes one parked worker when it puts work where others can take it (Dekker with
+//! each worker's [`Wakeup`]).
 
 mod adv;
 #[cfg(all(test, cohort_loom))]

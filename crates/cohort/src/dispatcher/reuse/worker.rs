@@ -59,7 +59,7 @@ pub(crate) fn run_with<T: QueueItem>(
     let spinner = Spinner::new(spin);
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
-        local.drain_remote(defaults::REMOTE_BATCH);
+        reader.drain_written(&local, defaults::REMOTE_BATCH);
         let mut ran = 0;
         while ran < defaults::LOCAL_BATCH {
             match local.pop() {
