@@ -38,6 +38,12 @@ pub(crate) const SLOT_WRITE_SPINS: u32 = 0;
 /// more than its turn can run).
 pub const REMOTE_BATCH: usize = 256;
 
+/// How many remote-half blocks (31 demands, about 1.5 KB each) the process keeps for reuse
+/// once their queues' spares are taken: a sender and a runner that go at about the same pace
+/// trade blocks through it instead of the allocator's shared arena, and what it keeps at most
+/// (about 100 KB) is small beside a process's heap.
+pub(crate) const BLOCK_POOL: usize = 64;
+
 /// How many demands a pool worker runs from one queue before it moves on to the next
 /// (`max_demands_at_once`). SObjectizer's default: small enough that one busy agent does not
 /// keep a worker from the others for long, large enough to amortise the switch. Raise it for

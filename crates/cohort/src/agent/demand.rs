@@ -5,10 +5,14 @@ use crate::mailbox::MboxId;
 use crate::mailbox::dead_letter::DeadLetter;
 use crate::mailbox::multi_consumer::{Marker, QueueGroup};
 use crate::message::Envelope;
+#[cfg(not(cohort_loom))]
+use crate::queue::BlockPool;
 use crate::queue::EventQueue;
 use crate::queue::QueueItem;
 use crate::runtime::coop::{CoopInner, Step};
 use std::sync::Arc;
+#[cfg(not(cohort_loom))]
+use std::sync::LazyLock;
 
 /// One unit of work for a worker thread.
 pub(crate) enum Demand {
@@ -121,6 +125,12 @@ impl QueueItem for Demand {
 
     fn reject(self) {
         Demand::reject(self)
+    }
+
+    #[cfg(not(cohort_loom))]
+    fn block_pool() -> Option<&'static BlockPool<Self>> {
+        static BLOCKS: LazyLock<BlockPool<Demand>> = LazyLock::new(BlockPool::new);
+        Some(&BLOCKS)
     }
 }
 

@@ -30,6 +30,7 @@
 //! [`SCHEDULED`]: super::pool_state::SCHEDULED
 //! [`SLEEPING`]: super::pool_state::SLEEPING
 
+use super::block_pool::BlockPool;
 use super::local::Local;
 use super::local_ring::LocalRing;
 use super::remote_blocks::{Head, Tail};
@@ -43,13 +44,22 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// What a queue holds: demands (the loom model uses plain values).
-pub(crate) trait QueueItem: Send {
+pub(crate) trait QueueItem: Send + 'static {
     /// What the queue's owner keeps aside for one of its targets until it can take it (an
     /// agent's message that arrived before its `start`).
     type Early: Send;
 
     /// Accounts for an item that will never run (its queue is dropped).
     fn reject(self);
+
+    /// Where the remote halves' blocks go when a queue's spare is taken, shared by every
+    /// queue of this item type; `None`: to the allocator.
+    fn block_pool() -> Option<&'static BlockPool<Self>>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 /// What a pool does with a queue that got work while idle: puts it on a run queue.
@@ -181,6 +191,10 @@ impl<T: QueueItem> EventQueue<T> {
     }
 
     fn with_notifier(notifier: Notifier<T>, max_demands_at_once: usize) -> Arc<Self> {
+        // The pool's buffer is allocated with the first queue, before the heap grows: made
+        // during a burst it would sit at the heap's top for good, and the allocator can give
+        // back no memory below it once the burst is over.
+        let _ = T::block_pool();
         Arc::new(Self {
             notifier,
             early: UnsafeCell::new(Vec::new()),

@@ -1,5 +1,6 @@
 //! Event queues: where demands wait for the worker thread that runs them.
 
+mod block_pool;
 mod dedicated_reader;
 mod event_queue;
 mod local;
@@ -12,7 +13,16 @@ mod running;
 pub(crate) mod sender_epoch;
 pub(crate) mod wakeup;
 
+pub(crate) use block_pool::BlockPool;
 pub(crate) use dedicated_reader::DedicatedReader;
 pub(crate) use event_queue::{EventQueue, QueueItem, Schedule};
 pub(crate) use local::Local;
 pub(crate) use running::{RunningGuard, running_queue, runs_a_queue};
+
+/// Frees the blocks pooled for demand queues (see [`BlockPool`]).
+#[cfg(not(cohort_loom))]
+pub(crate) fn release_pooled_blocks() {
+    if let Some(pool) = <crate::agent::demand::Demand as QueueItem>::block_pool() {
+        pool.release_all();
+    }
+}

@@ -19,12 +19,15 @@
 //! with the head behind the index.
 //! Offset `BLOCK_CAP` of each lap is a marker: the sender that took a block's last slot links
 //! the next block in and steps the index over the marker; other senders wait meanwhile. A
-//! block read to its end goes back to the queue as its `spare`, which the next link reuses:
-//! a queue that keeps receiving allocates nothing (a block allocated by a sender and freed by
-//! the runner, as `crossbeam_queue::SegQueue` does, costs a trip through the allocator's
-//! shared arena every block). The first block is linked by the first remote push, so a queue
-//! that is only ever woken from idle (its demand in `first`) never allocates one.
+//! block read to its end goes back to the queue as its `spare`, which the next link reuses,
+//! or when the spare is taken to its item type's [`BlockPool`], where any queue's next link
+//! finds it while messages flow: a queue that keeps receiving allocates nothing (a block allocated by a sender
+//! and freed by the runner, as `crossbeam_queue::SegQueue` does, costs a trip through the
+//! allocator's shared arena every block). The first block is linked by the first remote
+//! push, so a queue that is only ever woken from idle (its demand in `first`) never takes one.
 
+use super::QueueItem;
+use super::block_pool::BlockPool;
 use crate::sync::{AtomicPtr, AtomicU64, HandOffCell, Ordering};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -53,7 +56,7 @@ pub(crate) struct Block<T> {
 }
 
 impl<T> Block<T> {
-    fn alloc() -> *mut Block<T> {
+    pub(super) fn alloc() -> *mut Block<T> {
         Box::into_raw(Box::new(Block {
             slots: std::array::from_fn(|_| Slot {
                 value: HandOffCell::new(MaybeUninit::uninit()),
@@ -65,9 +68,41 @@ impl<T> Block<T> {
 
     /// # Safety
     /// `b` came from [`Block::alloc`], and no thread touches it after this call.
-    unsafe fn free(b: *mut Block<T>) {
+    pub(super) unsafe fn free(b: *mut Block<T>) {
         // SAFETY: caller.
         drop(unsafe { Box::from_raw(b) });
+    }
+
+    /// Tags every slot with `lap` (a test's stale block).
+    #[cfg(all(test, not(cohort_loom)))]
+    pub(super) fn tag_all_for_test(&self, lap: u64) {
+        for s in &self.slots {
+            s.lap.store(lap, Ordering::Relaxed);
+        }
+    }
+
+    /// How many slots carry a tag.
+    #[cfg(all(test, not(cohort_loom)))]
+    pub(super) fn tagged_for_test(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| s.lap.load(Ordering::Relaxed) != 0)
+            .count()
+    }
+
+    /// The link to the next block.
+    #[cfg(all(test, not(cohort_loom)))]
+    pub(super) fn next_for_test(&self, order: Ordering) -> *mut Block<T> {
+        self.next.load(order)
+    }
+
+    /// Makes every slot read as never written and unlinks the block, for another queue
+    /// (whose laps its old tags could match).
+    pub(super) fn clear(&self) {
+        for s in &self.slots {
+            s.lap.store(0, Ordering::Relaxed);
+        }
+        self.next.store(ptr::null_mut(), Ordering::Relaxed);
     }
 }
 
@@ -103,7 +138,7 @@ pub(crate) struct Tail<T> {
     block: AtomicPtr<Block<T>>,
 }
 
-impl<T> Tail<T> {
+impl<T: QueueItem> Tail<T> {
     pub(crate) fn new() -> Self {
         Self {
             block: AtomicPtr::new(ptr::null_mut()),
@@ -204,7 +239,7 @@ pub(crate) struct Head<T> {
     spare: AtomicPtr<Block<T>>,
 }
 
-impl<T> Head<T> {
+impl<T: QueueItem> Head<T> {
     pub(crate) fn new() -> Self {
         Self {
             index: UnsafeCell::new(0),
@@ -213,23 +248,30 @@ impl<T> Head<T> {
         }
     }
 
-    /// A block for a sender to link in: the spare if there is one, else a new one.
+    /// A block for a sender to link in: the spare if there is one, else one from the pool,
+    /// else a new one.
     #[inline]
     pub(crate) fn take_block(&self) -> *mut Block<T> {
         // Acquire: the runner's release of the spare, after its last read of it.
         let b = self.spare.swap(ptr::null_mut(), Ordering::Acquire);
-        if b.is_null() { Block::alloc() } else { b }
+        if !b.is_null() {
+            return b;
+        }
+        T::block_pool()
+            .and_then(BlockPool::take)
+            .unwrap_or_else(Block::alloc)
     }
 
-    /// A block nobody uses: kept as the spare if there is none, else freed.
+    /// A block nobody uses: kept as the spare if there is none, else given to the pool.
     pub(crate) fn give_back(&self, b: *mut Block<T>) {
         if self
             .spare
             .compare_exchange(ptr::null_mut(), b, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
-            // SAFETY: no thread holds `b` (caller), and it did not become the spare.
-            unsafe { Block::free(b) };
+            // SAFETY: no thread holds `b` (caller), it holds no value (read to its end, or
+            // never written), and it did not become the spare.
+            unsafe { release(b) };
         }
     }
 
@@ -343,9 +385,24 @@ impl<T> Head<T> {
         ] {
             if !b.is_null() {
                 // SAFETY: owned by this queue alone now; the head's block has no next (no
-                // sender is left, and the last one stepped the index over any marker).
+                // sender is left, and the last one stepped the index over any marker). Not to
+                // the pool: a queue dropped after a burst would leave blocks from the heap's
+                // top there.
                 unsafe { Block::free(b) };
             }
         }
+    }
+}
+
+/// A block that leaves its queue: to its item type's pool, or to the allocator.
+///
+/// # Safety
+/// `b` came from [`Block::alloc`], holds no value, and no thread touches it after this call.
+unsafe fn release<T: QueueItem>(b: *mut Block<T>) {
+    match T::block_pool() {
+        // SAFETY: caller.
+        Some(pool) => unsafe { pool.give(b) },
+        // SAFETY: caller.
+        None => unsafe { Block::free(b) },
     }
 }

@@ -463,6 +463,7 @@ impl<P: PoolPolicy> Pool<P> {
         {
             q.abandon();
         }
+        crate::dispatcher::reuse::release_thread_caches();
     }
 
     /// A worker found nothing to run: spins, then parks until woken.

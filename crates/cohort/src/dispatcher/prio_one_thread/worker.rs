@@ -187,6 +187,7 @@ pub(crate) fn run_prio<T: QueueItem>(
     for r in readers {
         r.retire();
     }
+    crate::dispatcher::reuse::release_thread_caches();
 }
 
 /// Queue `p`, entered, and its next demand: from its local half, or, when that is empty,

@@ -8,11 +8,16 @@ pub(crate) mod spin;
 pub(crate) mod worker;
 
 /// What a worker keeps only while it is busy (the subscriber tables of the multi-consumer
-/// mailboxes it sent to) goes before it parks.
+/// mailboxes it sent to) goes before it parks and as it exits, and so do the queues' pooled
+/// blocks: kept only while messages flow, so that they do not hold the heap's top after a
+/// burst.
 #[inline]
 pub(crate) fn release_thread_caches() {
     #[cfg(not(cohort_loom))]
-    crate::mailbox::multi_consumer::release_thread_tables();
+    {
+        crate::mailbox::multi_consumer::release_thread_tables();
+        crate::queue::release_pooled_blocks();
+    }
 }
 
 /// The `new`, `name` and `worker_spin` methods of a builder of single-queue-per-thread

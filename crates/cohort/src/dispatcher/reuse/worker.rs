@@ -102,6 +102,7 @@ pub(crate) fn run_with<T: QueueItem>(
     }
     drop(running);
     reader.retire();
+    super::release_thread_caches();
 }
 
 #[cfg(all(test, not(cohort_loom)))]
