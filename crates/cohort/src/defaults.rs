@@ -42,6 +42,7 @@ pub const REMOTE_BATCH: usize = 256;
 /// once their queues' spares are taken: a sender and a runner that go at about the same pace
 /// trade blocks through it instead of the allocator's shared arena, and what it keeps at most
 /// (about 100 KB) is small beside a process's heap.
+#[cfg(not(cohort_loom))]
 pub(crate) const BLOCK_POOL: usize = 64;
 
 /// How many demands a pool worker runs from one queue before it moves on to the next

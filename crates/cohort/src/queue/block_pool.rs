@@ -15,15 +15,16 @@
 //! holds it puts the runner to sleep on it. The pool, one bounded lock-free queue per item
 //! type, takes those blocks instead (a push or a pop per block, not per message), and keeps
 //! at most [`BLOCK_POOL`] of them for the whole process, only while messages flow: a worker
-//! that parks frees them (a block kept after a burst could sit at the top of the heap and keep
-//! the allocator from giving back the memory below it), and so does a queue that is dropped
-//! with its blocks.
+//! that parks or exits frees them (a block kept after a burst could sit at the top of the
+//! heap and keep the allocator from giving back the memory below it), and a queue that is
+//! dropped frees its own blocks rather than pooling them.
 //!
 //! A block that leaves its queue carries tags from that queue's laps, which a later lap of
 //! another queue could match: its tags are cleared on the way in, so a block from the pool
 //! reads as never written.
 
 use super::remote_blocks::Block;
+#[cfg(not(cohort_loom))]
 use crate::defaults::BLOCK_POOL;
 use crossbeam_queue::ArrayQueue;
 use std::ptr::NonNull;
@@ -41,7 +42,8 @@ struct Owned<T>(NonNull<Block<T>>);
 unsafe impl<T: Send> Send for Owned<T> {}
 
 impl<T> BlockPool<T> {
-    /// An empty pool.
+    /// An empty pool (none under loom, whose models leave blocks to the allocator).
+    #[cfg(not(cohort_loom))]
     pub(crate) fn new() -> Self {
         Self {
             blocks: ArrayQueue::new(BLOCK_POOL),
@@ -70,8 +72,8 @@ impl<T> BlockPool<T> {
         }
     }
 
-    /// Frees every block the pool keeps (an idle worker's, before it parks: a block kept
-    /// from a burst may sit at the top of the heap and keep the allocator from giving the
+    /// Frees every block the pool keeps (a worker's, before it parks or as it exits: a block
+    /// kept from a burst may sit at the top of the heap and keep the allocator from giving the
     /// memory below it back).
     pub(crate) fn release_all(&self) {
         while let Some(b) = self.blocks.pop() {
@@ -81,7 +83,7 @@ impl<T> BlockPool<T> {
     }
 
     /// How many blocks the pool keeps now.
-    #[cfg(test)]
+    #[cfg(all(test, not(cohort_loom)))]
     pub(crate) fn len(&self) -> usize {
         self.blocks.len()
     }
@@ -98,7 +100,6 @@ mod tests {
     use super::*;
     use crate::dispatcher::reuse::worker::run_with;
     use crate::queue::{EventQueue, QueueItem};
-    use crate::sync::Ordering;
     use std::sync::LazyLock;
     use std::time::Duration;
 
@@ -189,12 +190,7 @@ mod tests {
         assert_eq!(pool.len(), BLOCK_POOL);
         while let Some(b) = pool.take() {
             // SAFETY: taken from the pool: this test's own.
-            let (tagged, next) = unsafe {
-                (
-                    (*b).tagged_for_test(),
-                    (*b).next_for_test(Ordering::Relaxed),
-                )
-            };
+            let (tagged, next) = unsafe { ((*b).tagged_for_test(), (*b).next_for_test()) };
             assert_eq!(tagged, 0);
             assert!(next.is_null());
             // SAFETY: as above.

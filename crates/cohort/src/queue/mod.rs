@@ -13,6 +13,7 @@ mod running;
 pub(crate) mod sender_epoch;
 pub(crate) mod wakeup;
 
+#[cfg(not(cohort_loom))]
 pub(crate) use block_pool::BlockPool;
 pub(crate) use dedicated_reader::DedicatedReader;
 pub(crate) use event_queue::{EventQueue, QueueItem, Schedule};

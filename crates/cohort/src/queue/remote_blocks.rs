@@ -21,10 +21,11 @@
 //! the next block in and steps the index over the marker; other senders wait meanwhile. A
 //! block read to its end goes back to the queue as its `spare`, which the next link reuses,
 //! or when the spare is taken to its item type's [`BlockPool`], where any queue's next link
-//! finds it while messages flow: a queue that keeps receiving allocates nothing (a block allocated by a sender
-//! and freed by the runner, as `crossbeam_queue::SegQueue` does, costs a trip through the
-//! allocator's shared arena every block). The first block is linked by the first remote
-//! push, so a queue that is only ever woken from idle (its demand in `first`) never takes one.
+//! finds it while messages flow: a queue that keeps receiving allocates nothing (a block
+//! allocated by a sender and freed by the runner, as `crossbeam_queue::SegQueue` does, costs
+//! a trip through the allocator's shared arena every block). The first block is linked by
+//! the first remote push, so a queue that is only ever woken from idle (its demand in
+//! `first`) never takes one.
 
 use super::QueueItem;
 use super::block_pool::BlockPool;
@@ -92,8 +93,8 @@ impl<T> Block<T> {
 
     /// The link to the next block.
     #[cfg(all(test, not(cohort_loom)))]
-    pub(super) fn next_for_test(&self, order: Ordering) -> *mut Block<T> {
-        self.next.load(order)
+    pub(super) fn next_for_test(&self) -> *mut Block<T> {
+        self.next.load(Ordering::Relaxed)
     }
 
     /// Makes every slot read as never written and unlinks the block, for another queue
@@ -262,7 +263,8 @@ impl<T: QueueItem> Head<T> {
             .unwrap_or_else(Block::alloc)
     }
 
-    /// A block nobody uses: kept as the spare if there is none, else given to the pool.
+    /// A block nobody uses: kept as the spare if there is none, else given to the pool (which
+    /// frees it when full).
     pub(crate) fn give_back(&self, b: *mut Block<T>) {
         if self
             .spare
