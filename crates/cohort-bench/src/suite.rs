@@ -47,6 +47,9 @@ pub fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
     let mut cache = floors::Cache::new();
     for step in plan {
         bar.set_message(label(step));
+        // Each step's memory figures start from the memory in use, not from what the
+        // steps before it left free in the heap.
+        crate::rss::trim_heap();
         out.extend(with_floor(step, runs, machine, &mut cache));
         bar.inc(1);
     }
