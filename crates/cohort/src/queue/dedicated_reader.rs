@@ -53,20 +53,15 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
     }
 
     /// Moves up to `max` remote demands to the local tail of `local` (this queue's token);
-    /// returns how many moved. A worker that runs its queue alone takes what its senders have
-    /// written, slot by slot, without reading the state: the state's line then stays with
-    /// the senders, whose reservations write it (a send to a busy worker moves one line, its
-    /// slot's, between the cores); it learns of a reservation not written yet from the state
-    /// only before it sleeps. Before the first block, and for a worker that serves a group
-    /// (woken by the group's flags), up to the state's index.
+    /// returns how many moved. The worker, its remote half's one reader, takes what its
+    /// senders have written, slot by slot, without reading the state: the state's line then
+    /// stays with the senders, whose reservations write it (a send to a busy worker moves one
+    /// line, its slot's, between the cores); it learns of a reservation not written yet from
+    /// the state only before it sleeps. Before the first block, up to the state's index.
     #[inline]
     pub(crate) fn drain_written(&self, local: &Local<'_, T>, max: usize) -> usize {
-        let q = self.queue;
-        let head = &q.run.remote_head;
-        if let Notifier::Thread(side) = &q.notifier
-            && matches!(side.wakeup, QueueWakeup::Own(_))
-            && head.has_block()
-        {
+        let head = &self.queue.run.remote_head;
+        if head.has_block() {
             // SAFETY: this thread is the remote half's one reader (the token's claim); with
             // no tail, `pop` stops at the first value not written yet.
             return local.move_to_local(max, || unsafe { head.pop(u64::MAX) });

@@ -271,9 +271,13 @@ impl<T: QueueItem> Head<T> {
             .compare_exchange(ptr::null_mut(), b, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
-            // SAFETY: no thread holds `b` (caller), it holds no value (read to its end, or
-            // never written), and it did not become the spare.
-            unsafe { release(b) };
+            match T::block_pool() {
+                // SAFETY: no thread holds `b` (caller), it holds no value (read to its end,
+                // or never written), and it did not become the spare.
+                Some(pool) => unsafe { pool.give(b) },
+                // SAFETY: as above.
+                None => unsafe { Block::free(b) },
+            }
         }
     }
 
@@ -393,18 +397,5 @@ impl<T: QueueItem> Head<T> {
                 unsafe { Block::free(b) };
             }
         }
-    }
-}
-
-/// A block that leaves its queue: to its item type's pool, or to the allocator.
-///
-/// # Safety
-/// `b` came from [`Block::alloc`], holds no value, and no thread touches it after this call.
-unsafe fn release<T: QueueItem>(b: *mut Block<T>) {
-    match T::block_pool() {
-        // SAFETY: caller.
-        Some(pool) => unsafe { pool.give(b) },
-        // SAFETY: caller.
-        None => unsafe { Block::free(b) },
     }
 }

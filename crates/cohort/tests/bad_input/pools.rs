@@ -224,47 +224,26 @@ fn a_worker_spin_out_of_range_is_an_invalid_parameter() {
         ];
         let name = "spin-bad";
         type Build<'a> = Box<dyn Fn(WorkerSpin) -> Result<(), DispatcherError> + 'a>;
+        // Each builder type on its own (they share no trait): `new().name(..)`, the spin, `build`.
+        macro_rules! build {
+            ($builder:ty) => {
+                Box::new(|s| {
+                    <$builder>::new()
+                        .name(name)
+                        .worker_spin(s)
+                        .build(&env)
+                        .map(drop)
+                }) as Build<'_>
+            };
+        }
         let builders: Vec<Build<'_>> = vec![
-            Box::new(|s| {
-                OneThreadBuilder::new()
-                    .name(name)
-                    .worker_spin(s)
-                    .build(&env)
-                    .map(drop)
-            }),
-            Box::new(|s| {
-                ActiveObjBuilder::new()
-                    .name(name)
-                    .worker_spin(s)
-                    .build(&env)
-                    .map(drop)
-            }),
-            Box::new(|s| {
-                ActiveGroupBuilder::new()
-                    .name(name)
-                    .worker_spin(s)
-                    .build(&env)
-                    .map(drop)
-            }),
-            Box::new(|s| {
-                let b = PrioOneThreadBuilder::new().name(name);
-                b.worker_spin(s).build(&env).map(drop)
-            }),
-            Box::new(|s| {
-                ThreadPoolBuilder::new()
-                    .name(name)
-                    .worker_spin(s)
-                    .build(&env)
-                    .map(drop)
-            }),
-            Box::new(|s| {
-                let b = WorkStealingBuilder::new().name(name);
-                b.worker_spin(s).build(&env).map(drop)
-            }),
-            Box::new(|s| {
-                let b = AdvThreadPoolBuilder::new().name(name);
-                b.worker_spin(s).build(&env).map(drop)
-            }),
+            build!(OneThreadBuilder),
+            build!(ActiveObjBuilder),
+            build!(ActiveGroupBuilder),
+            build!(PrioOneThreadBuilder),
+            build!(ThreadPoolBuilder),
+            build!(WorkStealingBuilder),
+            build!(AdvThreadPoolBuilder),
         ];
         for spin in bad {
             for build in &builders {
