@@ -16,8 +16,9 @@ use std::time::Duration;
 pub const WORKER_SPIN: Duration = Duration::from_micros(50);
 
 /// How many local demands a worker runs before it moves the remote half of its queue to the
-/// local tail. Bounds how long messages from other threads wait behind a busy local flow,
-/// while keeping the check (one load) off the per-message path.
+/// local tail, and on a dedicated worker how many it moves at most. Bounds how long messages
+/// from other threads wait behind a busy local flow, while keeping the check (one load) off
+/// the per-message path.
 pub const LOCAL_BATCH: usize = 64;
 
 /// From how many queues on a multi-consumer mailbox's subscribers of one type a send goes
@@ -34,8 +35,9 @@ pub(crate) const SLOT_WRITE_SPINS: u32 = 64;
 #[cfg(cohort_loom)]
 pub(crate) const SLOT_WRITE_SPINS: u32 = 0;
 
-/// How many remote demands a worker moves to its local half at once (a pool worker moves no
-/// more than its turn can run).
+/// How many remote demands a pool worker moves to its local half at once, at most (and no
+/// more than its turn can run); a dedicated worker moves [`LOCAL_BATCH`], what one pass of its
+/// loop runs.
 pub const REMOTE_BATCH: usize = 256;
 
 /// How many remote-half blocks (31 demands, about 1.5 KB each) the process keeps for reuse

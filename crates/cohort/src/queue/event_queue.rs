@@ -292,6 +292,12 @@ impl<T: QueueItem> EventQueue<T> {
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
+
+    /// The local half's capacity (its runner is gone: the test's worker has returned).
+    #[cfg(all(test, not(cohort_loom)))]
+    pub(crate) fn local_capacity_for_test(&mut self) -> usize {
+        self.run.local.get_mut().capacity()
+    }
 }
 
 impl<T: QueueItem> Drop for EventQueue<T> {

@@ -48,6 +48,12 @@ impl<T> LocalRing<T> {
         self.len == 0
     }
 
+    /// Slots allocated (the most it ever held, rounded up to a power of two).
+    #[cfg(all(test, not(cohort_loom)))]
+    pub(crate) fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
     /// Appends `item`.
     #[inline]
     pub(crate) fn push_back(&mut self, item: T) {

@@ -8,9 +8,10 @@
 //! the thread's [`SharedWakeup`]: the loop reads that one word per demand to learn whether
 //! anything arrived from outside. The loop keeps a bit per priority that may have demands
 //! (in either half); the mode chooses among them. A remote half moves to its local tail when
-//! the local half runs dry, and every [`defaults::LOCAL_BATCH`] demands (as `one_thread`'s
-//! does), so a busy local flow does not keep remote demands waiting, and a flood from outside
-//! moves no more than the loop runs:
+//! the local half runs dry, and every [`defaults::LOCAL_BATCH`] demands when its priority ran
+//! (as `one_thread`'s does), at most that batch at a time, so a busy local flow does not keep
+//! remote demands waiting, and a flood from outside moves no more than the loop runs (a
+//! priority waiting behind a higher one keeps its backlog in its remote half's blocks):
 //! - strict: the highest priority with demands, chosen again after every demand;
 //! - quoted: priorities take turns from the highest down, each running up to its quota of
 //!   demands (or until it has none), then the next lower one (wrapping to the highest).
@@ -43,7 +44,7 @@ struct Ready {
     /// Bit `p`: queue `p` may hold a demand, in its local or its remote half.
     any: u8,
     /// Bit `p`: queue `p`'s remote half may hold demands not moved yet (flagged by a push, or
-    /// left after a move of [`defaults::REMOTE_BATCH`]; the flag was consumed, so it is
+    /// left after a move of [`defaults::LOCAL_BATCH`]; the flag was consumed, so it is
     /// remembered here).
     remote: u8,
 }
@@ -116,13 +117,18 @@ pub(crate) fn run_prio<T: QueueItem>(
     let any_remote = || readers.iter().any(DedicatedReader::has_remote);
     let _turns = crate::dispatcher::turn_end::TurnScope::enter();
     let spinner = Spinner::new(spin);
+    // Bit `p`: priority `p` ran a demand in the last pass.
+    let mut ran_in_pass = 0u8;
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
-        if ready.remote != 0 {
-            // Every `LOCAL_BATCH` demands: behind whatever the local halves hold.
-            let which = ready.remote;
+        // Every `LOCAL_BATCH` demands, behind whatever the local halves hold, for the queues
+        // whose own flow ran: a queue that waits behind a higher priority keeps its backlog
+        // in its remote half (it takes some in once its local half runs dry).
+        let which = ready.remote & ran_in_pass;
+        if which != 0 {
             move_remote(&mut current, &mut ready, which);
         }
+        ran_in_pass = 0;
         let mut ran = 0;
         while ran < defaults::LOCAL_BATCH {
             ready.add_remote(group.take_flagged());
@@ -135,6 +141,7 @@ pub(crate) fn run_prio<T: QueueItem>(
             };
             let n = execute(q.queue(), d, budget);
             ran += n;
+            ran_in_pass |= 1 << p;
             if let PrioMode::Quoted(_) = mode {
                 cursor.1 = cursor.1.saturating_sub(n);
             }
@@ -211,12 +218,14 @@ fn next_demand<'q, T: QueueItem>(
 }
 
 /// Moves the remote halves of the queues in `which` to their local tails (up to
-/// [`defaults::REMOTE_BATCH`] each), keeping the bit of those that kept some.
+/// [`defaults::LOCAL_BATCH`] each, what one pass runs: a backlog stays in the remote half's
+/// blocks, which are reused, rather than growing a local ring that never shrinks), keeping
+/// the bit of those that kept some.
 #[inline(never)]
 fn move_remote<T: QueueItem>(current: &mut Current<'_, T>, ready: &mut Ready, which: u8) {
     for p in (0..current.queues.len()).filter(|p| which & (1 << p) != 0) {
         let q = current.enter(p);
-        q.drain_remote(defaults::REMOTE_BATCH);
+        q.drain_remote(defaults::LOCAL_BATCH);
         if !q.has_remote() {
             ready.remote &= !(1 << p);
         }
@@ -246,6 +255,76 @@ fn choose(mode: PrioMode, local: u8, cursor: &mut (usize, usize)) -> Option<(usi
                     return Some((p, quotas[p]));
                 }
             }
+        }
+    }
+}
+
+#[cfg(all(test, not(cohort_loom)))]
+mod tests {
+    use super::*;
+    use crate::queue::wakeup::SharedWakeup;
+    use std::time::Duration;
+
+    #[derive(Debug)]
+    struct Item(usize, u32);
+
+    impl QueueItem for Item {
+        type Early = ();
+
+        fn reject(self) {
+            panic!("{self:?} was never executed");
+        }
+    }
+
+    /// Strict order with both priorities flooded from outside before the worker starts: the
+    /// higher one runs first, in order, and the lower one keeps its backlog in its remote
+    /// half meanwhile: neither local ring grows beyond two batches (what a pass moves in, behind
+    /// what the last one left).
+    #[test]
+    fn a_flood_waiting_behind_a_higher_priority_stays_in_its_remote_half() {
+        const N: u32 = 5_000;
+        let group = Arc::new(SharedWakeup::new());
+        let mut queues: Vec<Arc<EventQueue<Item>>> = (0..2)
+            .map(|p| EventQueue::in_group(group.clone(), 1 << p))
+            .collect();
+        for i in 0..N {
+            for (p, q) in queues.iter().enumerate() {
+                q.push_remote(Item(p, i));
+            }
+        }
+        let mut ran: Vec<(usize, u32)> = Vec::new();
+        run_prio(
+            &queues,
+            &group,
+            PrioMode::Strict,
+            Duration::ZERO.into(),
+            None,
+            |_, it, _| {
+                ran.push((it.0, it.1));
+                if ran.len() == 2 * N as usize {
+                    for q in &queues {
+                        q.close();
+                    }
+                }
+                1
+            },
+        );
+        let expected: Vec<(usize, u32)> = (0..N)
+            .map(|i| (1, i))
+            .chain((0..N).map(|i| (0, i)))
+            .collect();
+        assert!(
+            ran == expected,
+            "not priority 1 in order, then priority 0 in order"
+        );
+        for (p, q) in queues.iter_mut().enumerate() {
+            let q = Arc::get_mut(q).expect("the worker has returned");
+            assert!(
+                q.local_capacity_for_test() <= 2 * defaults::LOCAL_BATCH,
+                "priority {p}'s local ring grew to {} slots for a batch of {}",
+                q.local_capacity_for_test(),
+                defaults::LOCAL_BATCH
+            );
         }
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! The loop executes from the queue's local half only, moving the remote half to the local
 //! tail every [`defaults::LOCAL_BATCH`] demands (and whenever the local half is empty), so
-//! demands from other threads are never starved by a busy local flow. With nothing to do it
+//! demands from other threads are never starved by a busy local flow. It moves no more than
+//! that batch at a time: a flood's backlog waits in the remote half's blocks, which go back
+//! to senders as they are read, instead of in the local ring, which would grow to the
+//! backlog's size, never shrink, and take the page faults of its growth on this thread. With nothing to do it
 //! spins as its [`Spinner`] says (a hand-off between two busy threads costs far less than
 //! waking a parked one), then parks until a remote push wakes it.
 
@@ -59,7 +62,7 @@ pub(crate) fn run_with<T: QueueItem>(
     let spinner = Spinner::new(spin);
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
-        reader.drain_written(&local, defaults::REMOTE_BATCH);
+        reader.drain_written(&local, defaults::LOCAL_BATCH);
         let mut ran = 0;
         while ran < defaults::LOCAL_BATCH {
             match local.pop() {
@@ -139,5 +142,33 @@ mod tests {
             }
         });
         assert_eq!(ran, (0..N).collect::<Vec<_>>());
+    }
+
+    /// A backlog in the remote half stays there, in its blocks, until the worker can run it:
+    /// the worker moves no more than a batch to its local half at a time, so the local ring
+    /// (which never shrinks) does not grow to the size of a flood.
+    #[test]
+    fn a_flood_stays_in_the_remote_half_until_its_turn() {
+        const N: u32 = 10_000;
+        let mut q = EventQueue::<Item>::new();
+        for i in 0..N {
+            q.push_remote(Item(i));
+        }
+        let mut ran = 0;
+        run_with(&q, Duration::ZERO.into(), None, |it| {
+            assert_eq!(it.0, ran);
+            ran += 1;
+            if ran == N {
+                q.close();
+            }
+        });
+        assert_eq!(ran, N);
+        let q = Arc::get_mut(&mut q).expect("the worker has returned");
+        assert!(
+            q.local_capacity_for_test() <= defaults::LOCAL_BATCH,
+            "the local ring grew to {} slots for a batch of {}",
+            q.local_capacity_for_test(),
+            defaults::LOCAL_BATCH
+        );
     }
 }
