@@ -43,6 +43,23 @@ pub(crate) enum Control {
     },
 }
 
+impl Control {
+    /// [`Demand::run`] for a control demand.
+    #[inline(never)]
+    fn run(self, queue: &EventQueue, budget: usize) -> usize {
+        match self {
+            Control::Lifecycle { coop, group, step } => coop.run_step(group, step, queue),
+            Control::Broadcast {
+                targets,
+                msg,
+                sent_at,
+            } => targets.run(msg, sent_at),
+            Control::Log(marker) => return run_marker(marker, queue, budget),
+        }
+        1
+    }
+}
+
 /// The subscribers of one message type on one multi-consumer mailbox that share one queue.
 #[derive(Clone)]
 pub(crate) struct BroadcastTargets {
@@ -158,21 +175,19 @@ impl Demand {
     /// demands: a broadcast log's marker handles up to that many of its entries (each one
     /// demand for `max_demands_at_once`), anything else counts as one. Returns how many it
     /// counted (at least one).
-    #[inline]
+    ///
+    /// Always inlined into the worker loops, with the rarer control demands behind a call:
+    /// a message then goes from the queue to its agent's handler without a frame of its own
+    /// (the registers it saves, the demand copied to the stack for it).
+    #[inline(always)]
     pub(crate) fn run(self, queue: &EventQueue, budget: usize) -> usize {
         match self {
-            Demand::Message { agent, msg } => agent.handle(msg),
-            Demand::Control(Control::Lifecycle { coop, group, step }) => {
-                coop.run_step(group, step, queue)
+            Demand::Message { agent, msg } => {
+                agent.handle(msg);
+                1
             }
-            Demand::Control(Control::Broadcast {
-                targets,
-                msg,
-                sent_at,
-            }) => targets.run(msg, sent_at),
-            Demand::Control(Control::Log(marker)) => return run_marker(marker, queue, budget),
+            Demand::Control(control) => control.run(queue, budget),
         }
-        1
     }
 
     /// Whether this is a message for a thread-safe handler (`adv_thread_pool`). Called by the
