@@ -77,14 +77,14 @@ impl<'a, A: Agent> Context<'a, A> {
     /// })
     /// .unwrap();
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn send_self<M: Send + Sync + 'static>(&self, msg: M) {
         let me = ItSelf(self.cell);
         deliver(me, me.mbox_id(), Envelope::immutable(msg), 0)
     }
 
     /// Sends a mutable message to this agent's own direct mailbox.
-    #[inline]
+    #[inline(always)]
     pub fn send_self_mut<M: Send + 'static>(&self, msg: M) {
         let me = ItSelf(self.cell);
         deliver(me, me.mbox_id(), Envelope::mutable(msg), 0)

@@ -12,6 +12,7 @@ use crate::agent::demand::Demand;
 use crate::mailbox::MboxId;
 use crate::mailbox::limits::Admit;
 use crate::message::Envelope;
+use crate::queue::EventQueue;
 use crate::trace::{self, TraceStep};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -24,6 +25,19 @@ pub(crate) trait Receiver: Copy {
     /// queue lends (`lend`, see `EventQueue::push_remote_with`) and the kind allows it, else
     /// owned.
     fn remote_ref(self, lend: bool, mbox: MboxId) -> AgentRef;
+    /// Pushes the message demand for `msg` to the remote half of `queue`, the agent's (see
+    /// [`push_remote`]).
+    fn push_remote(self, queue: &EventQueue, mbox: MboxId, msg: Envelope, counted: bool);
+}
+
+/// The push of [`deliver`] from a thread that does not run the agent's queue: the demand is
+/// built in its place in the queue, after the claim or reservation.
+#[inline(always)]
+fn push_remote<R: Receiver>(to: R, queue: &EventQueue, mbox: MboxId, msg: Envelope, counted: bool) {
+    queue.push_remote_with(|lend| Demand::Message {
+        agent: to.remote_ref(lend, mbox).counted(counted),
+        msg,
+    })
 }
 
 /// Any sender holding the agent's `Arc` (its direct mailbox, a multi-consumer mailbox's
@@ -48,6 +62,11 @@ impl Receiver for &Arc<DynCell> {
         } else {
             AgentRef::owned(self.clone(), mbox)
         }
+    }
+
+    #[inline(always)]
+    fn push_remote(self, queue: &EventQueue, mbox: MboxId, msg: Envelope, counted: bool) {
+        push_remote(self, queue, mbox, msg, counted)
     }
 }
 
@@ -82,6 +101,13 @@ impl Receiver for ItSelf {
         let arc = unsafe { crate::sync::arc_from_ref(ptr) };
         AgentRef::owned(arc, mbox)
     }
+
+    /// Rare (see `remote_ref`), so out of line: a send to itself from a handler is then
+    /// small enough to be inlined into the handler.
+    #[inline(never)]
+    fn push_remote(self, queue: &EventQueue, mbox: MboxId, msg: Envelope, counted: bool) {
+        push_remote(self, queue, mbox, msg, counted)
+    }
 }
 
 /// Delivers `msg` to the agent `to`, as arriving through mailbox `mbox`, `depth` redirects
@@ -108,11 +134,7 @@ pub(crate) fn deliver<R: Receiver>(to: R, mbox: MboxId, msg: Envelope, depth: u8
             msg,
         })
     } else {
-        // Built in its place in the queue, after the claim or reservation.
-        queue.push_remote_with(|lend| Demand::Message {
-            agent: to.remote_ref(lend, mbox).counted(counted),
-            msg,
-        })
+        to.push_remote(queue, mbox, msg, counted)
     }
 }
 
