@@ -4,7 +4,8 @@
 //! It checks the agent's status, applies its message limits (if it has any), traces the
 //! queueing (if on), and pushes a message [`Demand`] to the agent's queue: its local half
 //! when the sender runs that queue, else its remote half. What differs between senders is
-//! only how the demand refers to the agent ([`Receiver`]), so the generic function is
+//! only how the demand refers to the agent ([`Receiver`]) and whether the remote push, their
+//! common path or a rare one, is inlined at the send, so the generic function is
 //! monomorphised per kind and no sender pays for the others' cases.
 
 use crate::agent::cell::{ABANDONED, ACTIVE, AgentRef, DeliveryFailure, DynCell, NEW};
