@@ -27,14 +27,20 @@ pub(crate) trait Receiver: Copy {
     /// owned.
     fn remote_ref(self, lend: bool, mbox: MboxId) -> AgentRef;
     /// Pushes the message demand for `msg` to the remote half of `queue`, the agent's (see
-    /// [`push_remote`]).
+    /// [`push_to_remote_half`]).
     fn push_remote(self, queue: &EventQueue, mbox: MboxId, msg: Envelope, counted: bool);
 }
 
 /// The push of [`deliver`] from a thread that does not run the agent's queue: the demand is
 /// built in its place in the queue, after the claim or reservation.
 #[inline(always)]
-fn push_remote<R: Receiver>(to: R, queue: &EventQueue, mbox: MboxId, msg: Envelope, counted: bool) {
+fn push_to_remote_half<R: Receiver>(
+    to: R,
+    queue: &EventQueue,
+    mbox: MboxId,
+    msg: Envelope,
+    counted: bool,
+) {
     queue.push_remote_with(|lend| Demand::Message {
         agent: to.remote_ref(lend, mbox).counted(counted),
         msg,
@@ -67,7 +73,7 @@ impl Receiver for &Arc<DynCell> {
 
     #[inline(always)]
     fn push_remote(self, queue: &EventQueue, mbox: MboxId, msg: Envelope, counted: bool) {
-        push_remote(self, queue, mbox, msg, counted)
+        push_to_remote_half(self, queue, mbox, msg, counted)
     }
 }
 
@@ -107,7 +113,7 @@ impl Receiver for ItSelf {
     /// small enough to be inlined into the handler.
     #[inline(never)]
     fn push_remote(self, queue: &EventQueue, mbox: MboxId, msg: Envelope, counted: bool) {
-        push_remote(self, queue, mbox, msg, counted)
+        push_to_remote_half(self, queue, mbox, msg, counted)
     }
 }
 

@@ -5,9 +5,9 @@
 //! demands from other threads are never starved by a busy local flow. It moves no more than
 //! that batch at a time: a flood's backlog waits in the remote half's blocks, which go back
 //! to senders as they are read, instead of in the local ring, which would grow to the
-//! backlog's size, never shrink, and take the page faults of its growth on this thread. With nothing to do it
-//! spins as its [`Spinner`] says (a hand-off between two busy threads costs far less than
-//! waking a parked one), then parks until a remote push wakes it.
+//! backlog's size, never shrink, and take the page faults of its growth on this thread.
+//! With nothing to do it spins as its [`Spinner`] says (a hand-off between two busy threads
+//! costs far less than waking a parked one), then parks until a remote push wakes it.
 
 use super::spin::{Spinner, WorkerSpin};
 use crate::defaults;
