@@ -52,6 +52,21 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
         }
     }
 
+    /// Takes the remote half's next demand if its sender has written it, straight from its
+    /// slot, for a worker whose local half is empty: it runs the demand without copying it
+    /// through the local ring. `None` before the first block (the state's index then says
+    /// what was pushed: [`drain_written`](Self::drain_written) takes it).
+    #[inline]
+    pub(crate) fn pop_written(&self) -> Option<T> {
+        let head = &self.queue.run.remote_head;
+        if !head.has_block() {
+            return None;
+        }
+        // SAFETY: this thread is the remote half's one reader (the token's claim); with no
+        // tail, `pop` stops at the first value not written yet.
+        unsafe { head.pop(u64::MAX) }
+    }
+
     /// Moves up to `max` remote demands to the local tail of `local` (this queue's token);
     /// returns how many moved. The worker, its remote half's one reader, takes what its
     /// senders have written, slot by slot, without reading the state: the state's line then

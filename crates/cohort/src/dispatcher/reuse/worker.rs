@@ -1,8 +1,11 @@
 //! The worker loop: runs one [`EventQueue`] on the current thread until it is closed.
 //!
-//! The loop executes from the queue's local half only, moving the remote half to the local
-//! tail every [`defaults::LOCAL_BATCH`] demands (and whenever the local half is empty), so
-//! demands from other threads are never starved by a busy local flow. It moves no more than
+//! The loop executes from the queue's local half, moving the remote half to the local tail
+//! every [`defaults::LOCAL_BATCH`] demands, so demands from other threads are never starved
+//! by a busy local flow; when the local half is empty the next remote demand runs straight
+//! from its slot before the rest of the batch moves (a hand-off between two threads is a
+//! batch of one: it never goes through the ring, and the worker reads the next slot only
+//! after the handler's sends are out). It moves no more than
 //! that batch at a time: a flood's backlog waits in the remote half's blocks, which go back
 //! to senders as they are read, instead of in the local ring, which would grow to the
 //! backlog's size, never shrink, and take the page faults of its growth on this thread.
@@ -62,8 +65,17 @@ pub(crate) fn run_with<T: QueueItem>(
     let spinner = Spinner::new(spin);
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
-        reader.drain_written(&local, defaults::LOCAL_BATCH);
         let mut ran = 0;
+        if local.is_empty()
+            && let Some(first) = reader.pop_written()
+        {
+            // Nothing local waits: the first demand runs straight from its slot, and the
+            // worker looks for more only once its handler's sends are out (a hand-off between
+            // two threads is a batch of one).
+            execute(first);
+            ran = 1;
+        }
+        reader.drain_written(&local, defaults::LOCAL_BATCH - ran);
         while ran < defaults::LOCAL_BATCH {
             match local.pop() {
                 Some(d) => {
@@ -124,16 +136,22 @@ mod tests {
         }
     }
 
+    /// A queue run by a dedicated thread with `n` items pushed from outside, 0 to `n - 1`.
+    fn pushed_from_outside(n: u32) -> Arc<EventQueue<Item>> {
+        let q = EventQueue::<Item>::new();
+        for i in 0..n {
+            q.push_remote(Item(i));
+        }
+        q
+    }
+
     /// The worker takes its remote half by the slots' tags, not the state's index: every
     /// demand pushed from outside runs once, in order, across several blocks (31 slots each)
     /// and their markers, and the worker exits once closed and empty.
     #[test]
     fn a_worker_takes_its_remote_half_in_order_across_blocks() {
         const N: u32 = 200;
-        let q = EventQueue::<Item>::new();
-        for i in 0..N {
-            q.push_remote(Item(i));
-        }
+        let q = pushed_from_outside(N);
         let mut ran = Vec::new();
         run_with(&q, Duration::ZERO.into(), None, |it| {
             ran.push(it.0);
@@ -144,16 +162,58 @@ mod tests {
         assert_eq!(ran, (0..N).collect::<Vec<_>>());
     }
 
+    /// A demand run straight from its remote slot, and a batch moved to the local ring, keep
+    /// the queue's order: remote demands run in the order they were pushed, what a handler
+    /// pushes locally runs after that handler and before the worker moves a further batch,
+    /// and everything runs once.
+    #[test]
+    fn remote_demands_keep_their_order_around_local_pushes() {
+        const BATCH: u32 = defaults::LOCAL_BATCH as u32;
+        const N: u32 = 3 * BATCH;
+        const LOCAL: u32 = 1_000;
+        let q = pushed_from_outside(N);
+        let mut ran = Vec::new();
+        run_with(&q, Duration::ZERO.into(), None, |it| {
+            if it.0 < LOCAL && it.0 % BATCH == 0 {
+                let local = q.local().expect("a demand runs on its queue's thread");
+                local.push(Item(LOCAL + it.0));
+            }
+            ran.push(it.0);
+            if ran.len() == (N + N / BATCH) as usize {
+                q.close();
+            }
+        });
+        let remote: Vec<u32> = ran.iter().copied().filter(|&i| i < LOCAL).collect();
+        assert_eq!(
+            remote,
+            (0..N).collect::<Vec<_>>(),
+            "remote order in {ran:?}"
+        );
+        for cause in (0..N).step_by(BATCH as usize) {
+            let at = |x: u32| ran.iter().position(|&i| i == x).expect("ran once");
+            let (pushed, by) = (at(LOCAL + cause), at(cause));
+            assert!(
+                pushed > by,
+                "{} ran before {cause} pushed it: {ran:?}",
+                LOCAL + cause
+            );
+            // Behind at most what was local or moved when it was pushed: one batch.
+            assert!(
+                pushed - by <= defaults::LOCAL_BATCH,
+                "{} waited {} demands after {cause}: {ran:?}",
+                LOCAL + cause,
+                pushed - by
+            );
+        }
+    }
+
     /// A backlog in the remote half stays there, in its blocks, until the worker can run it:
     /// the worker moves no more than a batch to its local half at a time, so the local ring
     /// (which never shrinks) does not grow to the size of a flood.
     #[test]
     fn a_flood_stays_in_the_remote_half_until_its_turn() {
         const N: u32 = 10_000;
-        let mut q = EventQueue::<Item>::new();
-        for i in 0..N {
-            q.push_remote(Item(i));
-        }
+        let mut q = pushed_from_outside(N);
         let mut ran = 0;
         run_with(&q, Duration::ZERO.into(), None, |it| {
             assert_eq!(it.0, ran);
