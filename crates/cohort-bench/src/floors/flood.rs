@@ -6,6 +6,8 @@
 
 use super::one_thread::{check, triangle};
 use super::spsc;
+use super::start_line::StartLine;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -30,15 +32,18 @@ pub enum Queue {
 /// to stay in the second-level cache.
 pub const RING_SLOTS: usize = 1 << 14;
 
-/// The calling thread sends 1..=`count` to a consumer thread through `queue`; the
-/// consumer's count and sum are checked.
+/// The calling thread sends 1..=`count` to a consumer thread through `queue`, once the
+/// consumer runs; the consumer's count and sum are checked.
 pub fn flood(count: u64, queue: Queue) -> Result<Flood, String> {
     let start;
     let send;
+    let line = Arc::new(StartLine::default());
     let consumer = match queue {
         Queue::Channel => {
             let (tx, rx) = crossbeam_channel::unbounded::<u64>();
+            let line2 = line.clone();
             let consumer = thread::spawn(move || {
+                line2.ready_and_wait();
                 let (mut n, mut sum) = (0u64, 0u64);
                 while n < count {
                     let Ok(v) = rx.recv() else { break };
@@ -47,7 +52,7 @@ pub fn flood(count: u64, queue: Queue) -> Result<Flood, String> {
                 }
                 (n, sum, Instant::now())
             });
-            start = Instant::now();
+            start = line.start(1);
             for v in 1..=count {
                 tx.send(v).map_err(|_| "the consumer left early")?;
             }
@@ -56,7 +61,9 @@ pub fn flood(count: u64, queue: Queue) -> Result<Flood, String> {
         }
         Queue::Ring(slots) => {
             let (mut tx, mut rx) = spsc::ring::<u64>(slots);
+            let line2 = line.clone();
             let consumer = thread::spawn(move || {
+                line2.ready_and_wait();
                 let (mut n, mut sum) = (0u64, 0u64);
                 while n < count {
                     sum = sum.wrapping_add(rx.pop_spin());
@@ -64,7 +71,7 @@ pub fn flood(count: u64, queue: Queue) -> Result<Flood, String> {
                 }
                 (n, sum, Instant::now())
             });
-            start = Instant::now();
+            start = line.start(1);
             for v in 1..=count {
                 tx.push_spin(v);
             }
@@ -83,7 +90,7 @@ pub fn flood(count: u64, queue: Queue) -> Result<Flood, String> {
 
 /// The chain pipeline: a writer thread sends 1..=`count` to a forwarder thread, which passes
 /// each on through a second channel (bounded to `capacity` unless 0) to the calling thread;
-/// the time from the first send to the last receive, the sum checked.
+/// the time from the first send (once both threads run) to the last receive, the sum checked.
 pub fn pipeline(count: u64, capacity: usize) -> Result<Duration, String> {
     let (tx, rx) = crossbeam_channel::unbounded::<u64>();
     let (out_tx, out_rx) = if capacity == 0 {
@@ -91,23 +98,26 @@ pub fn pipeline(count: u64, capacity: usize) -> Result<Duration, String> {
     } else {
         crossbeam_channel::bounded::<u64>(capacity)
     };
+    let line = Arc::new(StartLine::default());
+    let forwarder_line = line.clone();
     let forwarder = thread::spawn(move || {
+        forwarder_line.ready_and_wait();
         for v in rx {
             if out_tx.send(v).is_err() {
                 break;
             }
         }
     });
-    let (go_tx, go_rx) = crossbeam_channel::bounded::<Instant>(1);
+    let writer_line = line.clone();
     let writer = thread::spawn(move || {
-        let start = Instant::now();
-        let _ = go_tx.send(start);
+        writer_line.ready_and_wait();
         for v in 1..=count {
             if tx.send(v).is_err() {
                 break;
             }
         }
     });
+    let start = line.start(2);
     let (mut n, mut sum) = (0u64, 0u64);
     while n < count {
         let Ok(v) = out_rx.recv() else { break };
@@ -115,7 +125,6 @@ pub fn pipeline(count: u64, capacity: usize) -> Result<Duration, String> {
         sum = sum.wrapping_add(v);
     }
     let end = Instant::now();
-    let start = go_rx.recv().map_err(|_| "the writer never started")?;
     writer.join().map_err(|_| "the writer panicked")?;
     forwarder.join().map_err(|_| "the forwarder panicked")?;
     check("messages", n, count)?;

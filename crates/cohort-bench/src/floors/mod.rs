@@ -6,7 +6,8 @@
 //! `partitioned` (independent agents split over a pool's threads), `two_threads`
 //! (ping-pong through single-producer single-consumer rings, busy-polled or parking),
 //! `flood` (a plain thread flooding a consumer thread) and `skynet` (the tree summed by
-//! hand); `spsc` is the ring they share. The floor a scenario's records are compared with is
+//! hand); `spsc` is the ring they share, `start_line` where their threads wait, running, for
+//! the clock to start. The floor a scenario's records are compared with is
 //! the fastest one its placement allows: one thread where the agents share one, a thread
 //! per agent where the dispatcher imposes it, and for a pool whichever of the two its
 //! threads allow that suits the work (its agents on one thread when they hand work to each
@@ -17,6 +18,7 @@ pub mod one_thread;
 pub mod partitioned;
 pub mod skynet;
 pub mod spsc;
+pub mod start_line;
 pub mod two_threads;
 
 use crate::machine::Machine;

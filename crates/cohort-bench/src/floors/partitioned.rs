@@ -4,13 +4,15 @@
 //! better than this split, since the agents never talk to each other.
 
 use super::one_thread::check;
+use super::start_line::StartLine;
 use std::collections::VecDeque;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 /// Self-send: `workers` agents, each sending itself `start_batch` signals and then one per
 /// handled signal until it has sent `message_count`, on `threads` threads; every worker's
-/// handled count is checked. The time from the threads' start to the last join.
+/// handled count is checked. The time from the start, once every thread runs, to the last
+/// join.
 pub fn self_send(
     workers: u64,
     message_count: u64,
@@ -18,12 +20,20 @@ pub fn self_send(
     threads: usize,
 ) -> Result<Duration, String> {
     let shares = split(workers as usize, threads);
-    let start = Instant::now();
+    let line = StartLine::default();
+    let mut start = None;
     let results: Vec<Result<(), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = shares
             .iter()
-            .map(|&n| s.spawn(move || self_send_share(n, message_count, start_batch)))
+            .map(|&n| {
+                let line = &line;
+                s.spawn(move || {
+                    line.ready_and_wait();
+                    self_send_share(n, message_count, start_batch)
+                })
+            })
             .collect();
+        start = Some(line.start(handles.len()));
         handles
             .into_iter()
             .map(|h| {
@@ -32,7 +42,7 @@ pub fn self_send(
             })
             .collect()
     });
-    let elapsed = start.elapsed();
+    let elapsed = start.map_or(Duration::ZERO, |t| t.elapsed());
     results.into_iter().collect::<Result<(), String>>()?;
     Ok(elapsed)
 }
@@ -76,12 +86,20 @@ pub struct FanOut {
 /// `threads` threads each serving its share of the subscribers; each worker's sum is checked.
 pub fn fan_out(workers: u32, messages: u32, threads: usize) -> Result<FanOut, String> {
     let shares = split(workers as usize, threads);
-    let start = Instant::now();
+    let line = StartLine::default();
+    let mut start = None;
     let results: Vec<Result<Duration, String>> = std::thread::scope(|s| {
         let handles: Vec<_> = shares
             .iter()
-            .map(|&n| s.spawn(move || fan_out_share(n, messages)))
+            .map(|&n| {
+                let line = &line;
+                s.spawn(move || {
+                    line.ready_and_wait();
+                    fan_out_share(n, messages)
+                })
+            })
             .collect();
+        start = Some(line.start(handles.len()));
         handles
             .into_iter()
             .map(|h| {
@@ -90,7 +108,7 @@ pub fn fan_out(workers: u32, messages: u32, threads: usize) -> Result<FanOut, St
             })
             .collect()
     });
-    let elapsed = start.elapsed();
+    let elapsed = start.map_or(Duration::ZERO, |t| t.elapsed());
     let mut send = Duration::ZERO;
     for r in results {
         send = send.max(r?);

@@ -23,6 +23,16 @@ pub enum Wait {
 /// threads, so parking happens only when the other side was descheduled or is slow.
 const SPIN: u32 = 2_000;
 
+/// Untimed round trips before the clock starts, for at least this long: a new thread often
+/// starts on its parent's core, and until the scheduler moves it the two threads take turns
+/// there, each hand-off a context switch (up to about ten milliseconds on the reference VM,
+/// as long as a short floor's whole run); a runtime's threads are running before a scenario's
+/// first message.
+const WARM_UP: Duration = Duration::from_millis(20);
+
+/// What the pinger sends the echo thread to end it (the pings count from 1).
+const STOP: u64 = u64::MAX;
+
 /// A thread that may park, and the flag by which a sender knows it must unpark it.
 #[derive(Default)]
 struct Sleeper {
@@ -74,8 +84,8 @@ fn give(tx: &mut Producer<u64>, v: u64, to: &Sleeper, wait: Wait) {
 }
 
 /// Ping-pong: the calling thread sends `round_trips` numbered pings to a second thread, each
-/// after the previous pong came back with the same number; the time from the first ping to
-/// the last pong.
+/// after the previous pong came back with the same number; the time from the first timed
+/// ping (after [`WARM_UP`]) to the last pong.
 pub fn ping_pong(round_trips: u64, wait: Wait) -> Result<Duration, String> {
     let (mut ping_tx, mut ping_rx) = spsc::ring::<u64>(2);
     let (mut pong_tx, mut pong_rx) = spsc::ring::<u64>(2);
@@ -85,22 +95,35 @@ pub fn ping_pong(round_trips: u64, wait: Wait) -> Result<Duration, String> {
     let (pinger2, ponger2) = (pinger.clone(), ponger.clone());
     let echo = thread::spawn(move || {
         let _ = ponger2.thread.set(thread::current());
-        for _ in 0..round_trips {
+        loop {
             let v = ponger2.take(&mut ping_rx, wait);
+            if v == STOP {
+                break;
+            }
             give(&mut pong_tx, v, &pinger2, wait);
         }
     });
     // The echo thread registers before it first waits; a ping sent earlier waits in the ring.
-    let start = Instant::now();
     let mut bad = None;
-    for i in 1..=round_trips {
+    let mut round_trip = |i: u64| {
         give(&mut ping_tx, i, &ponger, wait);
         let v = pinger.take(&mut pong_rx, wait);
         if v != i && bad.is_none() {
             bad = Some((v, i));
         }
+    };
+    let warm_up = Instant::now();
+    let mut i = 0;
+    while i % 1024 != 0 || warm_up.elapsed() < WARM_UP {
+        i += 1;
+        round_trip(i);
+    }
+    let start = Instant::now();
+    for i in i + 1..=i + round_trips {
+        round_trip(i);
     }
     let elapsed = start.elapsed();
+    give(&mut ping_tx, STOP, &ponger, wait);
     echo.join().map_err(|_| "the echo thread panicked")?;
     if let Some((v, i)) = bad {
         check("as a pong number", v, i)?;
