@@ -21,9 +21,13 @@
 //!   half up to the state's index and its local half is empty, so a push is never left
 //!   behind, and no turn needs a fence to know.
 //!
-//! The worker only ever executes from the local half; it moves the remote half to the local
-//! tail in batches ([`Local::drain_remote`]). So the local half is the queue's one
-//! total order, and FIFO holds per sender: a given sender thread always uses the same half.
+//! The worker executes from the local half, moving the remote half to the local tail in
+//! batches ([`Local::drain_remote`]); a dedicated worker whose local half is empty runs the
+//! next remote demand straight from its slot first ([`DedicatedReader::pop_written`]). Each
+//! half keeps its order, and FIFO holds per sender: a given sender thread always uses the
+//! same half.
+//!
+//! [`DedicatedReader::pop_written`]: super::DedicatedReader::pop_written
 //!
 //! [`remote_blocks`]: super::remote_blocks
 //! [`RETIRED`]: super::pool_state::RETIRED

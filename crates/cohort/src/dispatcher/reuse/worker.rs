@@ -5,10 +5,10 @@
 //! by a busy local flow; when the local half is empty the next remote demand runs straight
 //! from its slot before the rest of the batch moves (a hand-off between two threads is a
 //! batch of one: it never goes through the ring, and the worker reads the next slot only
-//! after the handler's sends are out). It moves no more than
-//! that batch at a time: a flood's backlog waits in the remote half's blocks, which go back
-//! to senders as they are read, instead of in the local ring, which would grow to the
-//! backlog's size, never shrink, and take the page faults of its growth on this thread.
+//! after the handler's sends are out). It moves no more than that batch at a time: a flood's
+//! backlog waits in the remote half's blocks, which go back to senders as they are read,
+//! instead of in the local ring, which would grow to the backlog's size, never shrink, and
+//! take the page faults of its growth on this thread.
 //! With nothing to do it spins as its [`Spinner`] says (a hand-off between two busy threads
 //! costs far less than waking a parked one), then parks until a remote push wakes it.
 
