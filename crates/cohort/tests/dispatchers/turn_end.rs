@@ -151,11 +151,12 @@ fn a_deferred_hook_runs_after_its_handlers_once_per_turn_on_every_dispatcher() {
             BACKLOG + 1
         );
         if kind == Kind::OneThread {
-            // The gated handler's turn ends when it returns (the backlog is in the queue's
-            // other half); the next turn runs the whole backlog (under `LOCAL_BATCH`).
-            assert_eq!(
-                runs, 2,
-                "one_thread: a run after the gated turn, one after the backlog"
+            // The whole backlog is under `LOCAL_BATCH`: it runs in the gated handler's turn
+            // (a handler run straight from its slot is followed by what was written while it
+            // ran) or, when the gated demand came in a batch of its own, in the next turn.
+            assert!(
+                runs <= 2,
+                "one_thread: {runs} hook runs, more than the gated turn and one after it"
             );
         }
         for t in seen.hook.threads.lock().unwrap().iter() {
