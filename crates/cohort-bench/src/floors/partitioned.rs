@@ -19,32 +19,42 @@ pub fn self_send(
     start_batch: u64,
     threads: usize,
 ) -> Result<Duration, String> {
-    let shares = split(workers as usize, threads);
+    let (elapsed, results) = on_threads(&split(workers as usize, threads), |n| {
+        self_send_share(n, message_count, start_batch)
+    });
+    results.into_iter().collect::<Result<(), String>>()?;
+    Ok(elapsed)
+}
+
+/// Runs `share(n)` for each share `n` on a thread of its own, all started together once
+/// every thread runs: the time from that start to the last join, and each share's result.
+fn on_threads<R: Send>(
+    shares: &[usize],
+    share: impl Fn(usize) -> Result<R, String> + Sync,
+) -> (Duration, Vec<Result<R, String>>) {
     let line = StartLine::default();
-    let mut start = None;
-    let results: Vec<Result<(), String>> = std::thread::scope(|s| {
+    let (start, results) = std::thread::scope(|s| {
         let handles: Vec<_> = shares
             .iter()
             .map(|&n| {
-                let line = &line;
+                let (line, share) = (&line, &share);
                 s.spawn(move || {
                     line.ready_and_wait();
-                    self_send_share(n, message_count, start_batch)
+                    share(n)
                 })
             })
             .collect();
-        start = Some(line.start(handles.len()));
-        handles
+        let start = line.start(handles.len());
+        let results = handles
             .into_iter()
             .map(|h| {
                 h.join()
                     .unwrap_or_else(|_| Err("a floor thread panicked".into()))
             })
-            .collect()
+            .collect();
+        (start, results)
     });
-    let elapsed = start.map_or(Duration::ZERO, |t| t.elapsed());
-    results.into_iter().collect::<Result<(), String>>()?;
-    Ok(elapsed)
+    (start.elapsed(), results)
 }
 
 fn self_send_share(workers: usize, message_count: u64, start_batch: u64) -> Result<(), String> {
@@ -85,30 +95,9 @@ pub struct FanOut {
 /// 1:N: `messages` numbers delivered to each of `workers` queues (one per subscriber), on
 /// `threads` threads each serving its share of the subscribers; each worker's sum is checked.
 pub fn fan_out(workers: u32, messages: u32, threads: usize) -> Result<FanOut, String> {
-    let shares = split(workers as usize, threads);
-    let line = StartLine::default();
-    let mut start = None;
-    let results: Vec<Result<Duration, String>> = std::thread::scope(|s| {
-        let handles: Vec<_> = shares
-            .iter()
-            .map(|&n| {
-                let line = &line;
-                s.spawn(move || {
-                    line.ready_and_wait();
-                    fan_out_share(n, messages)
-                })
-            })
-            .collect();
-        start = Some(line.start(handles.len()));
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a floor thread panicked".into()))
-            })
-            .collect()
+    let (elapsed, results) = on_threads(&split(workers as usize, threads), |n| {
+        fan_out_share(n, messages)
     });
-    let elapsed = start.map_or(Duration::ZERO, |t| t.elapsed());
     let mut send = Duration::ZERO;
     for r in results {
         send = send.max(r?);

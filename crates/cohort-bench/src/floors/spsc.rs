@@ -136,7 +136,7 @@ impl<T: Copy + Send> Consumer<T> {
 /// each poll: still busy-polling (the thread never sleeps), but when more threads run than
 /// there are cores the other side gets the core it needs to make progress.
 #[inline]
-fn relax(polls: &mut u32) {
+pub(super) fn relax(polls: &mut u32) {
     if *polls < SPINS_BEFORE_YIELD {
         *polls += 1;
         std::hint::spin_loop();

@@ -3,12 +3,9 @@
 //! that trip can take milliseconds, as long as a short floor's whole run), just as a
 //! runtime's worker threads are running before a scenario's first message.
 
+use super::spsc::relax;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
-
-/// Polls before a waiter starts yielding its core at each poll: a few microseconds, so a
-/// thread not yet running gets the core it needs when the floor has more threads than cores.
-const POLLS_BEFORE_YIELD: u32 = 1_000;
 
 /// Where a floor's threads wait, running, for the clock to start.
 #[derive(Default)]
@@ -34,15 +31,11 @@ impl StartLine {
     }
 }
 
+/// Polls `done` as the floors' busy-polling sides do (yielding the core after a while).
 fn wait_until(done: impl Fn() -> bool) {
     let mut polls = 0u32;
     while !done() {
-        if polls < POLLS_BEFORE_YIELD {
-            polls += 1;
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+        relax(&mut polls);
     }
 }
 

@@ -58,13 +58,18 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
     /// what was pushed: [`drain_written`](Self::drain_written) takes it).
     #[inline]
     pub(crate) fn pop_written(&self) -> Option<T> {
-        let head = &self.queue.run.remote_head;
-        if !head.has_block() {
+        if !self.queue.run.remote_head.has_block() {
             return None;
         }
+        self.pop_from_blocks()
+    }
+
+    /// The next written demand of the remote half's blocks (the queue has its first block).
+    #[inline]
+    fn pop_from_blocks(&self) -> Option<T> {
         // SAFETY: this thread is the remote half's one reader (the token's claim); with no
         // tail, `pop` stops at the first value not written yet.
-        unsafe { head.pop(u64::MAX) }
+        unsafe { self.queue.run.remote_head.pop(u64::MAX) }
     }
 
     /// Moves up to `max` remote demands to the local tail of `local` (this queue's token);
@@ -75,11 +80,8 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
     /// the state only before it sleeps. Before the first block, up to the state's index.
     #[inline]
     pub(crate) fn drain_written(&self, local: &Local<'_, T>, max: usize) -> usize {
-        let head = &self.queue.run.remote_head;
-        if head.has_block() {
-            // SAFETY: this thread is the remote half's one reader (the token's claim); with
-            // no tail, `pop` stops at the first value not written yet.
-            return local.move_to_local(max, || unsafe { head.pop(u64::MAX) });
+        if self.queue.run.remote_head.has_block() {
+            return local.move_to_local(max, || self.pop_from_blocks());
         }
         local.drain_remote(max)
     }
