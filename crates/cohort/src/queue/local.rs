@@ -95,6 +95,15 @@ impl<'q, T: QueueItem> Local<'q, T> {
         unsafe { (*self.queue.run.local.get()).is_empty() }
     }
 
+    /// Gives back the local half's slots beyond what steady flow needs if it is empty (see
+    /// [`LocalRing::release_spare`](super::local_ring::LocalRing::release_spare)): called
+    /// wherever the runner finds its queue run dry.
+    #[inline]
+    pub(crate) fn release_spare(&self) {
+        // SAFETY: see above.
+        unsafe { (*self.queue.run.local.get()).release_spare() }
+    }
+
     /// Takes the demand of the sender that claimed this idle queue, if any: a turn's first
     /// demand, before the local half and the remote half.
     #[inline]

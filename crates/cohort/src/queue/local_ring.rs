@@ -17,7 +17,13 @@ use std::mem::MaybeUninit;
 /// The first capacity a ring takes when its first item arrives.
 const FIRST_CAPACITY: usize = 8;
 
-/// A FIFO ring buffer with a power-of-two capacity that doubles when full (never shrinks).
+/// The capacity an empty ring keeps: what a pool turn's batch of remote demands
+/// (`defaults::REMOTE_BATCH`) and its handlers' sends reach in steady flow, so that only a
+/// burst of sends grows past it and gives the rest back.
+pub(crate) const KEPT_CAPACITY: usize = 512;
+
+/// A FIFO ring buffer with a power-of-two capacity that doubles when full and gives back what
+/// lies beyond [`KEPT_CAPACITY`] when its owner finds it empty ([`LocalRing::release_spare`]).
 pub(crate) struct LocalRing<T> {
     /// The slots (all of the vector's length is capacity); `head..head + len` (modulo the
     /// capacity) are initialised.
@@ -48,10 +54,30 @@ impl<T> LocalRing<T> {
         self.len == 0
     }
 
-    /// Slots allocated (the most it ever held, rounded up to a power of two).
+    /// Slots allocated (the most it held since it was last found empty with more than
+    /// [`KEPT_CAPACITY`], rounded up to a power of two).
     #[cfg(all(test, not(cohort_loom)))]
     pub(crate) fn capacity(&self) -> usize {
         self.buf.len()
+    }
+
+    /// Gives back the slots beyond [`KEPT_CAPACITY`] if the ring is empty: a burst of sends
+    /// does not keep its memory once it has run. One test when there is nothing to give
+    /// back, so the caller can make it at every point where its queue runs dry.
+    #[inline]
+    pub(crate) fn release_spare(&mut self) {
+        if self.len == 0 && self.buf.len() > KEPT_CAPACITY {
+            self.shrink();
+        }
+    }
+
+    /// [`LocalRing::release_spare`]'s work: an empty ring keeps its first slots.
+    #[cold]
+    #[inline(never)]
+    fn shrink(&mut self) {
+        self.buf.truncate(KEPT_CAPACITY);
+        self.buf.shrink_to_fit();
+        self.head = 0;
     }
 
     /// Appends `item`.
@@ -216,6 +242,41 @@ mod tests {
             }
             prop_assert_eq!(ring.pop_front(), None);
         }
+    }
+
+    /// An empty ring gives back what a burst grew beyond `KEPT_CAPACITY` and then behaves as
+    /// before, order included; a ring that holds anything, or never grew past it, keeps
+    /// its slots.
+    #[test]
+    fn an_empty_ring_gives_back_what_a_burst_grew() {
+        let mut ring = LocalRing::new();
+        for i in 0..10 {
+            ring.push_back(i);
+        }
+        ring.release_spare();
+        assert_eq!(ring.capacity(), 16, "nothing beyond the kept capacity");
+        for i in 10..5_000 {
+            ring.push_back(i);
+        }
+        let grown = ring.capacity();
+        assert_eq!(grown, 8_192);
+        for i in 0..4_999 {
+            assert_eq!(ring.pop_front(), Some(i));
+        }
+        ring.release_spare();
+        assert_eq!(ring.capacity(), grown, "one item is still held");
+        assert_eq!(ring.pop_front(), Some(4_999));
+        ring.release_spare();
+        assert_eq!(ring.capacity(), super::KEPT_CAPACITY);
+        for i in 0..3 * super::KEPT_CAPACITY {
+            ring.push_back(i);
+        }
+        ring.push_front(usize::MAX);
+        assert_eq!(ring.pop_front(), Some(usize::MAX));
+        for i in 0..3 * super::KEPT_CAPACITY {
+            assert_eq!(ring.pop_front(), Some(i));
+        }
+        assert_eq!(ring.pop_front(), None);
     }
 
     /// Items still held when the ring is dropped are dropped once each; popped ones are not

@@ -11,6 +11,8 @@ mod pool_state;
 mod remote_blocks;
 mod running;
 pub(crate) mod sender_epoch;
+#[cfg(all(test, not(cohort_loom)))]
+pub(crate) mod test_item;
 pub(crate) mod wakeup;
 
 #[cfg(not(cohort_loom))]
@@ -18,6 +20,8 @@ pub(crate) use block_pool::BlockPool;
 pub(crate) use dedicated_reader::DedicatedReader;
 pub(crate) use event_queue::{EventQueue, QueueItem, Schedule};
 pub(crate) use local::Local;
+#[cfg(all(test, not(cohort_loom)))]
+pub(crate) use local_ring::KEPT_CAPACITY;
 pub(crate) use running::{RunningGuard, running_queue, runs_a_queue};
 
 /// Frees the blocks pooled for demand queues (see [`BlockPool`]).

@@ -282,9 +282,11 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         let Notifier::Pool { .. } = &q.notifier else {
             return false;
         };
-        if !self.local().is_empty() {
+        let local = self.local();
+        if !local.is_empty() {
             return true;
         }
+        local.release_spare();
         drop(self);
         let state = &q.senders.state;
         // Idle only if the runner has read the remote half up to the state's index (no push
@@ -333,5 +335,58 @@ impl<T: QueueItem> Local<'_, T> {
         let tail = tail_index(q.senders.state.fetch_or(SENDERS_OWN, Ordering::AcqRel));
         // SAFETY: this thread runs the queue (the token): the head is its alone.
         unsafe { q.pop_remote_until(tail, |d| self.push(d)) };
+    }
+}
+
+#[cfg(all(test, not(cohort_loom)))]
+mod tests {
+    use crate::queue::{EventQueue, KEPT_CAPACITY, RunningGuard, Schedule};
+    use std::sync::{Arc, Mutex};
+
+    use crate::queue::test_item::Item;
+
+    /// Keeps what it is asked to schedule.
+    #[derive(Default)]
+    struct RunQueue(Mutex<Vec<Arc<EventQueue<Item<u32>>>>>);
+
+    impl Schedule<Item<u32>> for RunQueue {
+        fn schedule(&self, q: Arc<EventQueue<Item<u32>>>) {
+            self.0.lock().unwrap().push(q);
+        }
+    }
+
+    /// A pool turn that runs a burst of its handler's own sends to the end gives back what
+    /// they grew the local ring to as the turn ends, and the queue goes idle; a turn that
+    /// ends with demands left keeps them, and its slots.
+    #[test]
+    fn a_turn_that_runs_its_queue_dry_gives_back_a_burst_s_slots() {
+        const BURST: u32 = 5_000;
+        let rq = Arc::new(RunQueue::default());
+        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        q.push_remote(Item(0));
+        let scheduled =
+            rq.0.lock()
+                .unwrap()
+                .pop()
+                .expect("the push scheduled the queue");
+        assert!(Arc::ptr_eq(&scheduled, &q));
+        // SAFETY: this test took the queue from its run queue and is its one runner.
+        let running = unsafe { RunningGuard::enter(&*scheduled) };
+        let local = running.local();
+        assert_eq!(local.take_first(), Some(Item(0)));
+        for i in 1..=BURST {
+            local.push(Item(i));
+        }
+        for i in 1..BURST {
+            assert_eq!(local.pop(), Some(Item(i)));
+        }
+        assert!(running.end_turn(), "one demand left: the queue runs again");
+        // SAFETY: as above (the turn that follows).
+        let running = unsafe { RunningGuard::enter(&*scheduled) };
+        assert_eq!(running.local().pop(), Some(Item(BURST)));
+        assert!(!running.end_turn(), "run dry: the queue goes idle");
+        drop(scheduled);
+        let q = Arc::get_mut(&mut q).expect("nothing else holds the queue");
+        assert_eq!(q.local_capacity_for_test(), KEPT_CAPACITY);
     }
 }

@@ -510,7 +510,7 @@ impl<P: PoolPolicy> Pool<P> {
             ran += d.run(q, max);
         }
         // No more remote demands than this turn can run: a backlog stays in the remote half,
-        // whose blocks are reused, instead of growing the local ring (which never shrinks).
+        // whose blocks are reused, instead of growing the local ring.
         // Not less either, whatever the local half holds: an agent that keeps `max` demands
         // of its own there (a self-send loop) must still take in what others send it.
         let room = max.saturating_sub(ran);

@@ -148,6 +148,8 @@ pub(crate) fn run_prio<T: QueueItem>(
             // The handler's local sends went to `q`, the queue it ran from.
             if q.is_empty() && ready.remote & (1 << p) == 0 {
                 ready.any &= !(1 << p);
+                // Run dry: what a burst of sends grew its local ring to goes back.
+                q.release_spare();
             }
         }
         if ran > 0 {
@@ -219,7 +221,7 @@ fn next_demand<'q, T: QueueItem>(
 
 /// Moves the remote halves of the queues in `which` to their local tails (up to
 /// [`defaults::LOCAL_BATCH`] each, what one pass runs: a backlog stays in the remote half's
-/// blocks, which are reused, rather than growing a local ring that never shrinks), keeping
+/// blocks, which are reused, rather than growing a local ring), keeping
 /// the bit of those that kept some.
 #[inline(never)]
 fn move_remote<T: QueueItem>(current: &mut Current<'_, T>, ready: &mut Ready, which: u8) {
@@ -276,6 +278,65 @@ mod tests {
         }
     }
 
+    /// A wake-up group and a queue in it for each of two priorities.
+    fn two_priorities() -> (Arc<SharedWakeup>, Vec<Arc<EventQueue<Item>>>) {
+        let group = Arc::new(SharedWakeup::new());
+        let queues = (0..2)
+            .map(|p| EventQueue::in_group(group.clone(), 1 << p))
+            .collect();
+        (group, queues)
+    }
+
+    /// Runs `queues` in strict order on this thread, without spinning, until they close.
+    fn run_strict(
+        queues: &[Arc<EventQueue<Item>>],
+        group: &SharedWakeup,
+        execute: impl FnMut(&EventQueue<Item>, Item, usize) -> usize,
+    ) {
+        run_prio(
+            queues,
+            group,
+            PrioMode::Strict,
+            Duration::ZERO.into(),
+            None,
+            execute,
+        )
+    }
+
+    /// A burst of a handler's own sends to its priority's queue grows that local ring; once
+    /// they have run, the queue is dry and its ring gives back what it grew beyond its kept
+    /// capacity.
+    #[test]
+    fn a_burst_of_local_sends_gives_its_memory_back_once_run() {
+        const BURST: u32 = 20_000;
+        let (group, mut queues) = two_priorities();
+        queues[1].push_remote(Item(1, 0));
+        let mut ran = 0;
+        run_strict(&queues, &group, |q, it, _| {
+            if it.1 == 0 {
+                let local = q.local().expect("a demand runs on its queue's thread");
+                for i in 1..=BURST {
+                    local.push(Item(1, i));
+                }
+            }
+            assert_eq!(it.1, ran, "the burst runs in order");
+            ran += 1;
+            if ran == BURST + 1 {
+                for q in &queues {
+                    q.close();
+                }
+            }
+            1
+        });
+        assert_eq!(ran, BURST + 1);
+        let q = Arc::get_mut(&mut queues[1]).expect("the worker has returned");
+        assert_eq!(
+            q.local_capacity_for_test(),
+            crate::queue::KEPT_CAPACITY,
+            "the local ring kept its burst's slots"
+        );
+    }
+
     /// Strict order with both priorities flooded from outside before the worker starts: the
     /// higher one runs first, in order, and the lower one keeps its backlog in its remote
     /// half meanwhile: neither local ring grows beyond two batches (what a pass moves in, behind
@@ -283,32 +344,22 @@ mod tests {
     #[test]
     fn a_flood_waiting_behind_a_higher_priority_stays_in_its_remote_half() {
         const N: u32 = 5_000;
-        let group = Arc::new(SharedWakeup::new());
-        let mut queues: Vec<Arc<EventQueue<Item>>> = (0..2)
-            .map(|p| EventQueue::in_group(group.clone(), 1 << p))
-            .collect();
+        let (group, mut queues) = two_priorities();
         for i in 0..N {
             for (p, q) in queues.iter().enumerate() {
                 q.push_remote(Item(p, i));
             }
         }
         let mut ran: Vec<(usize, u32)> = Vec::new();
-        run_prio(
-            &queues,
-            &group,
-            PrioMode::Strict,
-            Duration::ZERO.into(),
-            None,
-            |_, it, _| {
-                ran.push((it.0, it.1));
-                if ran.len() == 2 * N as usize {
-                    for q in &queues {
-                        q.close();
-                    }
+        run_strict(&queues, &group, |_, it, _| {
+            ran.push((it.0, it.1));
+            if ran.len() == 2 * N as usize {
+                for q in &queues {
+                    q.close();
                 }
-                1
-            },
-        );
+            }
+            1
+        });
         let expected: Vec<(usize, u32)> = (0..N)
             .map(|i| (1, i))
             .chain((0..N).map(|i| (0, i)))

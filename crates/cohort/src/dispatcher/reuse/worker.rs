@@ -7,8 +7,9 @@
 //! batch of one: it never goes through the ring, and the worker reads the next slot only
 //! after the handler's sends are out). It moves no more than that batch at a time: a flood's
 //! backlog waits in the remote half's blocks, which go back to senders as they are read,
-//! instead of in the local ring, which would grow to the backlog's size, never shrink, and
-//! take the page faults of its growth on this thread.
+//! instead of in the local ring, which would grow to the backlog's size and take the page
+//! faults of its growth on this thread. A local ring that a burst of sends grew gives the
+//! memory back when the worker finds its queue dry.
 //! With nothing to do it spins as its [`Spinner`] says (a hand-off between two busy threads
 //! costs far less than waking a parked one), then parks until a remote push wakes it.
 
@@ -94,6 +95,8 @@ pub(crate) fn run_with<T: QueueItem>(
         if ran > 0 || reader.has_written() {
             continue;
         }
+        // Run dry: what a burst of sends grew the local ring to goes back.
+        local.release_spare();
         if queue.is_closed() {
             // Closed and empty: but a remote push may race with the close; take it first.
             if !reader.has_remote() {
@@ -125,20 +128,11 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    #[derive(Debug, PartialEq)]
-    struct Item(u32);
-
-    impl QueueItem for Item {
-        type Early = ();
-
-        fn reject(self) {
-            panic!("{self:?} was never executed");
-        }
-    }
+    use crate::queue::test_item::Item;
 
     /// A queue run by a dedicated thread with `n` items pushed from outside, 0 to `n - 1`.
-    fn pushed_from_outside(n: u32) -> Arc<EventQueue<Item>> {
-        let q = EventQueue::<Item>::new();
+    fn pushed_from_outside(n: u32) -> Arc<EventQueue<Item<u32>>> {
+        let q = EventQueue::<Item<u32>>::new();
         for i in 0..n {
             q.push_remote(Item(i));
         }
@@ -207,9 +201,38 @@ mod tests {
         }
     }
 
+    /// A burst of a handler's own sends grows the local ring; once they have run and the
+    /// worker finds its queue dry, the ring gives back what it grew beyond its kept capacity.
+    #[test]
+    fn a_burst_of_local_sends_gives_its_memory_back_once_run() {
+        const BURST: u32 = 20_000;
+        let mut q = pushed_from_outside(1);
+        let mut ran = 0;
+        run_with(&q, Duration::ZERO.into(), None, |it| {
+            if it.0 == 0 {
+                let local = q.local().expect("a demand runs on its queue's thread");
+                for i in 1..=BURST {
+                    local.push(Item(i));
+                }
+            }
+            assert_eq!(it.0, ran, "the burst runs in order");
+            ran += 1;
+            if ran == BURST + 1 {
+                q.close();
+            }
+        });
+        assert_eq!(ran, BURST + 1);
+        let q = Arc::get_mut(&mut q).expect("the worker has returned");
+        assert_eq!(
+            q.local_capacity_for_test(),
+            crate::queue::KEPT_CAPACITY,
+            "the local ring kept its burst's slots"
+        );
+    }
+
     /// A backlog in the remote half stays there, in its blocks, until the worker can run it:
     /// the worker moves no more than a batch to its local half at a time, so the local ring
-    /// (which never shrinks) does not grow to the size of a flood.
+    /// does not grow to the size of a flood (nor pays for its growth).
     #[test]
     fn a_flood_stays_in_the_remote_half_until_its_turn() {
         const N: u32 = 10_000;
