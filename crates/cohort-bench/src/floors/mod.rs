@@ -213,15 +213,30 @@ pub fn floors_of(step: &Step) -> Result<Vec<Floor>, &'static str> {
                 f.extend(peak.map(|b| ("peak_rss_bytes", b as f64)));
                 f
             };
+            // Released as answered on `work_stealing`, the tree runs depth first (its LIFO
+            // slot and deque): its floor is the same shape of memory, depth first.
+            let depth_first = a.teardown == scenarios::skynet::Teardown::Answered
+                && a.placement.dispatcher == Dispatcher::WorkStealing;
             vec![
                 Floor::new(
                     scenario,
                     "one thread, a heap tree alive in full, boxed answers",
                     p.clone(),
-                    true,
+                    !depth_first,
                     move || {
                         let reset = rss::reset_peak();
                         let o = skynet::allocated(leaves, branching)?;
+                        Ok(figures(o, rss::peak_bytes().filter(|_| reset)))
+                    },
+                ),
+                Floor::new(
+                    scenario,
+                    "one thread, heap nodes released as answered, depth first",
+                    p.clone(),
+                    depth_first,
+                    move || {
+                        let reset = rss::reset_peak();
+                        let o = skynet::depth_first(leaves, branching)?;
                         Ok(figures(o, rss::peak_bytes().filter(|_| reset)))
                     },
                 ),
@@ -336,12 +351,13 @@ pub fn floors_of(step: &Step) -> Result<Vec<Floor>, &'static str> {
                 json!({ "workers": workers, "messages": messages, "threads": threads }),
                 true,
                 move || {
-                    let o = partitioned::fan_out(workers, messages, threads)?;
+                    let elapsed = partitioned::fan_out(workers, messages, threads)?;
                     let deliveries = f64::from(workers) * f64::from(messages);
+                    // No `send_elapsed_s`: filling a queue per subscriber bounds nothing of
+                    // a 1:N send, which appends once for all of them.
                     Ok(vec![
-                        ("deliveries_per_s", per_s(deliveries, o.elapsed)),
-                        ("elapsed_s", o.elapsed.as_secs_f64()),
-                        ("send_elapsed_s", o.send.as_secs_f64()),
+                        ("deliveries_per_s", per_s(deliveries, elapsed)),
+                        ("elapsed_s", elapsed.as_secs_f64()),
                     ])
                 },
             )]
@@ -434,6 +450,27 @@ pub fn ratio_to_floor(metric: &str, value: f64, floor: f64) -> f64 {
     }
 }
 
+/// Runs of a floor compared with a step: noise on this kind of host (a thread sharing its
+/// core for a while, a slow phase of the VM) only ever slows a floor down, so the best of a
+/// few is the machine's figure, where one run can read below the framework it bounds.
+pub const FLOOR_TRIES: usize = 3;
+
+/// The best figure per metric of `tries` runs of a floor (the highest rate, the lowest time
+/// or memory); the first failure ends it.
+pub fn best_of(tries: usize, run: impl Fn() -> Result<Figures, String>) -> Result<Figures, String> {
+    let mut best = run()?;
+    for _ in 1..tries {
+        for (metric, value) in run()? {
+            if let Some((m, b)) = best.iter_mut().find(|(m, _)| *m == metric)
+                && ratio_to_floor(m, value, *b) > 1.0
+            {
+                *b = value;
+            }
+        }
+    }
+    Ok(best)
+}
+
 /// Floor runs already made in one suite run, by [`Floor::key`].
 pub type Cache = HashMap<String, Result<Figures, String>>;
 
@@ -447,7 +484,9 @@ pub fn attach(
     machine: &Machine,
 ) -> Option<Record> {
     let floor = floors_of(step).ok()?.into_iter().find(|f| f.primary)?;
-    let figures = cache.entry(floor.key()).or_insert_with(|| floor.run());
+    let figures = cache
+        .entry(floor.key())
+        .or_insert_with(|| best_of(FLOOR_TRIES, || floor.run()));
     let figures = match figures {
         Ok(f) => f,
         Err(e) => {
@@ -483,6 +522,21 @@ mod tests {
         assert_eq!(ratio_to_floor("messages_per_s", 50.0, 100.0), 0.5);
         assert_eq!(ratio_to_floor("elapsed_s", 2.0, 1.0), 0.5);
         assert_eq!(ratio_to_floor("peak_rss_bytes", 4.0, 1.0), 0.25);
+    }
+
+    #[test]
+    fn the_best_of_a_floor_s_runs_is_its_figure_in_each_direction() {
+        let runs = std::cell::Cell::new(0);
+        let best = best_of(3, || {
+            runs.set(runs.get() + 1);
+            let k = [2.0, 3.0, 1.0][runs.get() - 1];
+            Ok(vec![("messages_per_s", 10.0 * k), ("elapsed_s", k)])
+        })
+        .unwrap();
+        assert_eq!(runs.get(), 3);
+        assert_eq!(best, vec![("messages_per_s", 30.0), ("elapsed_s", 1.0)]);
+        let failing = best_of(3, || Err::<Figures, _>("checked wrong".to_string()));
+        assert_eq!(failing, Err("checked wrong".to_string()));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Skynet floors: the tree of `leaves` leaves summed by hand on one thread, either as a
 //! plain recursion (no allocation: the arithmetic alone) or with the scenario's shape of
-//! memory, every node a heap object with a heap list of its children, the whole tree alive
-//! before the first leaf answers, and every answer a heap-allocated message to its parent.
+//! memory, every node a heap object with a heap list of its children and every answer a
+//! heap-allocated message to its parent: the whole tree alive before the first leaf answers
+//! (a FIFO dispatcher's order), or released as answered, depth first (the least a tree that
+//! answers as it goes holds at once: one path of nodes, each with its children).
 
 use super::one_thread::check;
 use std::hint::black_box;
@@ -77,11 +79,56 @@ pub fn allocated(leaves: u64, branching: u64) -> Result<Skynet, String> {
         }
         Box::new(sum)
     }
+    timed(leaves, || {
+        let tree = build(0, black_box(leaves), black_box(branching));
+        let total = *answer(black_box(&tree));
+        (tree, total)
+    })
+}
+
+/// The allocated shape released as answered, depth first: each node builds its children
+/// (one box each, in its heap list), has each answer in turn (the child building and
+/// answering its own subtree first), then drops them.
+pub fn depth_first(leaves: u64, branching: u64) -> Result<Skynet, String> {
+    fn answer(node: &mut Node, branching: u64) -> Box<u64> {
+        if node.size == 1 {
+            return Box::new(node.num);
+        }
+        let child = node.size / branching;
+        node.children = (0..branching)
+            .map(|i| {
+                Box::new(Node {
+                    num: node.num + i * child,
+                    size: child,
+                    children: Vec::new(),
+                })
+            })
+            .collect();
+        let mut sum = 0;
+        for c in &mut node.children {
+            sum += *answer(c, branching);
+        }
+        node.children = Vec::new();
+        Box::new(sum)
+    }
+    timed(leaves, || {
+        let mut root = Box::new(Node {
+            num: 0,
+            size: black_box(leaves),
+            children: Vec::new(),
+        });
+        let total = *answer(black_box(&mut root), black_box(branching));
+        (root, total)
+    })
+}
+
+/// Times `run`, which sums the tree and gives back what it keeps of it (dropped as the
+/// teardown), and checks its sum.
+fn timed<T>(leaves: u64, run: impl FnOnce() -> (T, u64)) -> Result<Skynet, String> {
     let start = Instant::now();
-    let tree = build(0, black_box(leaves), black_box(branching));
-    let total = *answer(black_box(&tree));
+    let (kept, total) = run();
     let to_result = start.elapsed();
-    drop(tree);
+    drop(kept);
     let with_teardown = start.elapsed();
     check("as the sum", total, expected(leaves))?;
     Ok(Skynet {
@@ -99,5 +146,7 @@ mod tests {
         plain(1_000, 10).unwrap();
         allocated(1_000, 10).unwrap();
         allocated(64, 2).unwrap();
+        depth_first(1_000, 10).unwrap();
+        depth_first(64, 2).unwrap();
     }
 }
