@@ -149,7 +149,11 @@ impl PoolPolicy for ThreadPool {
 fn steal_to_balance(pool: &Pool<ThreadPool>, ctx: &WorkerCtx<ThreadPool>) -> Option<QueueRef> {
     let lens = &pool.policy.fifo_lens;
     let mine = ctx.local.len();
-    lens[ctx.index].store(mine, Ordering::Relaxed);
+    // Stored only when it moved: an unchanged line stays in the other workers' caches, where
+    // their next look at it is then a hit rather than a miss across the cores.
+    if lens[ctx.index].load(Ordering::Relaxed) != mine {
+        lens[ctx.index].store(mine, Ordering::Relaxed);
+    }
     let (j, longest) = lens
         .iter()
         .enumerate()
