@@ -257,7 +257,7 @@ impl<T: QueueItem> EventQueue<T> {
             }
             // Idle only once the remote half is read up to an index that no push passed (as
             // a turn ends).
-            if !running.end_turn() {
+            if !running.end_turn(false) {
                 return;
             }
         }
@@ -273,8 +273,11 @@ impl<T: QueueItem> EventQueue<T> {
 
 impl<T: QueueItem> RunningGuard<'_, T> {
     /// A pool worker ends its turn: returns true if the queue has more work and this caller
-    /// must schedule it again (it won the race to do so).
-    pub(crate) fn end_turn(self) -> bool {
+    /// must schedule it again (it won the race to do so). `ran_local`: the turn ran demands
+    /// from the local half, which a burst of sends may have grown: if it is now empty, it
+    /// gives back what it grew (a turn that ran only its claiming sender's demand leaves the
+    /// half alone, and so pays nothing for the look).
+    pub(crate) fn end_turn(self, ran_local: bool) -> bool {
         let q = self.queue();
         // SAFETY (every block below): the guard makes this thread the queue's one runner until
         // the turn ends here, and the state, still SCHEDULED, lets no other runner start
@@ -286,7 +289,9 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         if !local.is_empty() {
             return true;
         }
-        local.release_spare();
+        if ran_local {
+            local.release_spare();
+        }
         drop(self);
         let state = &q.senders.state;
         // Idle only if the runner has read the remote half up to the state's index (no push
@@ -380,11 +385,14 @@ mod tests {
         for i in 1..BURST {
             assert_eq!(local.pop(), Some(Item(i)));
         }
-        assert!(running.end_turn(), "one demand left: the queue runs again");
+        assert!(
+            running.end_turn(true),
+            "one demand left: the queue runs again"
+        );
         // SAFETY: as above (the turn that follows).
         let running = unsafe { RunningGuard::enter(&*scheduled) };
         assert_eq!(running.local().pop(), Some(Item(BURST)));
-        assert!(!running.end_turn(), "run dry: the queue goes idle");
+        assert!(!running.end_turn(true), "run dry: the queue goes idle");
         drop(scheduled);
         let q = Arc::get_mut(&mut q).expect("nothing else holds the queue");
         assert_eq!(q.local_capacity_for_test(), KEPT_CAPACITY);

@@ -127,7 +127,8 @@ impl PoolPolicy for Adv {
         TurnEnd {
             ran,
             left,
-            reschedule: running.end_turn(),
+            // Every demand of this turn went through the local half.
+            reschedule: running.end_turn(ran > 0),
         }
     }
 

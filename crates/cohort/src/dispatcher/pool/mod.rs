@@ -517,9 +517,13 @@ impl<P: PoolPolicy> Pool<P> {
         if room > 0 {
             local.drain_remote(room.min(defaults::REMOTE_BATCH));
         }
+        let mut ran_local = false;
         while ran < max {
             match local.pop() {
-                Some(d) => ran += d.run(q, max - ran),
+                Some(d) => {
+                    ran_local = true;
+                    ran += d.run(q, max - ran);
+                }
                 None => break,
             }
         }
@@ -527,7 +531,7 @@ impl<P: PoolPolicy> Pool<P> {
         TurnEnd {
             ran,
             left,
-            reschedule: running.end_turn(),
+            reschedule: running.end_turn(ran_local),
         }
     }
 

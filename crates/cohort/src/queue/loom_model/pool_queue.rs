@@ -58,7 +58,7 @@ fn work(rq: &RunQueue, log: &Mutex<Vec<Item>>, in_turn: &AtomicBool) {
             None => loom::thread::yield_now(),
         }
         in_turn.store(false, SeqCst);
-        if running.end_turn() {
+        if running.end_turn(true) {
             rq.schedule(q);
         }
     }
