@@ -1,10 +1,10 @@
 //! What ran the benchmark: CPU, cores, rustc, commit, date. Carried by every result.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::process::Command;
 
 /// The machine and build a result was measured on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Machine {
     pub machine: String,
     pub cores: usize,

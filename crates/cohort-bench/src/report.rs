@@ -8,22 +8,25 @@
 //! (`null` where it has none).
 
 use crate::machine::Machine;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// One measured quantity, over several runs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     pub scenario: String,
     pub variant: String,
     pub params: Map<String, Value>,
     pub metric: String,
+    #[serde(deserialize_with = "nan_if_null")]
     pub value: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub min: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub max: f64,
     pub runs: usize,
     pub ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The same metric measured on the scenario's floor (see `floors`), if it has one.
     pub floor: Option<f64>,
@@ -86,6 +89,12 @@ impl Record {
             machine: machine.clone(),
         }
     }
+}
+
+/// Reads a number written by [`Record`]'s serialisation, where a failed record's NaN was
+/// written as `null`.
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Median, min and max of non-empty samples.

@@ -27,6 +27,23 @@ pub struct SpawnDeliverArgs {
     pub async_threads: usize,
 }
 
+impl SpawnDeliverArgs {
+    /// The subcommand and flags that run this step alone.
+    pub fn cli_args(&self) -> Vec<String> {
+        vec![
+            "spawn-deliver".into(),
+            "--count".into(),
+            self.count.to_string(),
+            "--agents".into(),
+            self.agents.to_string(),
+            "--in-flight".into(),
+            self.in_flight.to_string(),
+            "--async-threads".into(),
+            self.async_threads.to_string(),
+        ]
+    }
+}
+
 /// Runs `spawn-deliver` `runs` times: completions per second and peak RSS.
 pub fn spawn_deliver_records(a: &SpawnDeliverArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let variant = format!(

@@ -4,7 +4,7 @@ use super::{merge, params, sampled};
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
-use crate::scenarios::{Placement, fan_out};
+use crate::scenarios::{Placement, fan_out, flag_value};
 use clap::Args;
 use serde_json::json;
 
@@ -25,6 +25,25 @@ pub struct FanOutArgs {
     pub sleep_ms: u64,
     #[command(flatten)]
     pub placement: Placement,
+}
+
+impl FanOutArgs {
+    /// The subcommand and flags that run this step alone.
+    pub fn cli_args(&self) -> Vec<String> {
+        let mut out = vec![
+            "fan-out".into(),
+            "--workers".into(),
+            self.workers.to_string(),
+            "--messages".into(),
+            self.messages.to_string(),
+            "--work".into(),
+            flag_value(self.work),
+            "--sleep-ms".into(),
+            self.sleep_ms.to_string(),
+        ];
+        out.extend(self.placement.cli_args());
+        out
+    }
 }
 
 /// Runs `fan-out` `runs` times: delivery rate, times and the peak RSS.

@@ -5,7 +5,7 @@ use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
 use crate::scenarios::skynet::Teardown;
-use crate::scenarios::{Placement, skynet};
+use crate::scenarios::{Placement, flag_value, skynet};
 use clap::Args;
 use serde_json::json;
 
@@ -25,6 +25,23 @@ pub struct SkynetArgs {
     /// once they have all answered, as CAF's actors quit after answering).
     #[arg(long, value_enum, default_value_t = Teardown::AtEnd)]
     pub teardown: Teardown,
+}
+
+impl SkynetArgs {
+    /// The subcommand and flags that run this step alone.
+    pub fn cli_args(&self) -> Vec<String> {
+        let mut out = vec![
+            "skynet".into(),
+            "--leaves".into(),
+            self.leaves.to_string(),
+            "--branching".into(),
+            self.branching.to_string(),
+            "--teardown".into(),
+            flag_value(self.teardown),
+        ];
+        out.extend(self.placement.cli_args());
+        out
+    }
 }
 
 /// Runs `skynet` `runs` times: both times, the creation rate and the peak RSS.

@@ -4,7 +4,7 @@ use super::{group, params};
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
-use crate::scenarios::{Dispatcher, Placement, timers};
+use crate::scenarios::{Dispatcher, Placement, flag_value, timers};
 use clap::Args;
 use serde_json::json;
 
@@ -30,6 +30,26 @@ pub struct TimersArgs {
 }
 
 /// Runs `timers` `runs` times, the queues interleaved: the mass of delayed sends, then the
+impl TimersArgs {
+    /// The subcommand and flags that run this step alone.
+    pub fn cli_args(&self) -> Vec<String> {
+        let queues: Vec<String> = self.queue.iter().map(|q| flag_value(*q)).collect();
+        vec![
+            "timers".into(),
+            "--count".into(),
+            self.count.to_string(),
+            "--delay-ms".into(),
+            self.delay_ms.to_string(),
+            "--spread-ms".into(),
+            self.spread_ms.to_string(),
+            "--periodic-ms".into(),
+            self.periodic_ms.to_string(),
+            "--queue".into(),
+            queues.join(","),
+        ]
+    }
+}
+
 /// periodic timer.
 pub fn records(a: &TimersArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "timers";

@@ -126,6 +126,23 @@ impl Placement {
         })
     }
 
+    /// The placement as the flags that give it (`--dispatcher one-thread ...`), for a step
+    /// run in a process of its own.
+    pub fn cli_args(&self) -> Vec<String> {
+        let mut out = vec![
+            "--dispatcher".into(),
+            flag_value(self.dispatcher),
+            "--threads".into(),
+            self.threads.to_string(),
+            "--max-demands".into(),
+            self.max_demands.to_string(),
+        ];
+        if let Some(f) = self.fifo {
+            out.extend(["--fifo".into(), flag_value(f)]);
+        }
+        out
+    }
+
     /// The placement in words, as results report it.
     pub fn label(&self) -> String {
         match self.dispatcher {
@@ -229,4 +246,11 @@ impl Placement {
             }
         }
     }
+}
+
+/// How a value of a flag is written on the command line (`OneThread` -> `one-thread`).
+pub fn flag_value(v: impl clap::ValueEnum) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_owned())
+        .unwrap_or_default()
 }

@@ -1,5 +1,7 @@
 //! The suite runner: a plan is a list of steps, each a scenario subcommand with its flags.
 
+mod child;
+
 use crate::commands::{
     async_interop, chains, counting_actor, fan_out, idle_cpu, latency, locality,
     parallel_thread_ring, ping_pong, producer_consumer, remote_ping_pong, self_send, skynet,
@@ -37,7 +39,8 @@ pub enum Step {
 
 /// Runs every step of `plan` in order, `runs` times each (a latency pipeline once), with a
 /// progress bar on standard error; the records of all steps, each with its floor (run once
-/// per suite for every distinct floor, after the first step that uses it).
+/// per suite for every distinct floor, after the first step that uses it; a step run in a
+/// process of its own runs its floor there).
 pub fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
     let bar = ProgressBar::new(plan.len() as u64);
     bar.set_style(
@@ -50,11 +53,27 @@ pub fn suite(plan: &[Step], runs: usize, machine: &Machine) -> Vec<Record> {
         // Each step's memory figures start from the memory in use, not from what the
         // steps before it left free in the heap.
         crate::rss::trim_heap();
-        out.extend(with_floor(step, runs, machine, &mut cache));
+        match own_process(step) {
+            Some(args) => out.extend(child::records(&args, runs, machine)),
+            None => out.extend(with_floor(step, runs, machine, &mut cache)),
+        }
         bar.inc(1);
     }
     bar.finish_and_clear();
     out
+}
+
+/// The subcommand and flags of a step that a suite runs in a process of its own (see
+/// `child`): those with a peak RSS row, which would otherwise start from what earlier steps
+/// left resident.
+fn own_process(step: &Step) -> Option<Vec<String>> {
+    match step {
+        Step::Skynet(a) => Some(a.cli_args()),
+        Step::FanOut(a) => Some(a.cli_args()),
+        Step::Timers(a) => Some(a.cli_args()),
+        Step::SpawnDeliver(a) => Some(a.cli_args()),
+        _ => None,
+    }
 }
 
 /// Runs one step `runs` times and its floor once: its records, with `floor` and
