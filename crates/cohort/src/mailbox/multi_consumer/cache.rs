@@ -60,21 +60,24 @@ pub(super) fn with_table<T, R>(
     arg: T,
     f: impl FnOnce(&ByType, T) -> R,
 ) -> Result<R, T> {
-    let mut arg = Some(arg);
-    let done = SLOTS_OF_THIS_THREAD.try_with(|s| {
+    // Only a thread tearing its locals down has no slots; once they are there, `with`
+    // cannot fail, and its closure owns `arg` (no `Option` to take it from and match on).
+    if SLOTS_OF_THIS_THREAD.try_with(|_| ()).is_err() {
+        return Err(arg);
+    }
+    SLOTS_OF_THIS_THREAD.with(move |s| {
         let i = slot as usize % SLOTS;
         if s.stamps[i].get() != stamp {
-            return None;
+            return Err(arg);
         }
-        let table = s.tables[i].try_borrow().ok()?;
-        Some(f(table.as_deref()?, arg.take()?))
-    });
-    match (done, arg) {
-        (Ok(Some(r)), _) => Ok(r),
-        (_, Some(arg)) => Err(arg),
-        // `arg` is taken only when `f` ran and returned.
-        (_, None) => unreachable!("with_table: the argument was consumed without a result"),
-    }
+        let Ok(table) = s.tables[i].try_borrow() else {
+            return Err(arg);
+        };
+        match table.as_deref() {
+            Some(t) => Ok(f(t, arg)),
+            None => Err(arg),
+        }
+    })
 }
 
 /// Keeps `table`, stamped `stamp`, in `slot` (dropping what the slot held), unless a send
