@@ -11,9 +11,10 @@ Usage:
 
 Options:
     --rounds N    rounds, default 3; a round runs OLD then NEW (then the A/A copy)
-    --aa          also run a copy of OLD in every round: the A/A spread of a row is how far
-                  the copy's median lies from OLD's, and a row is flagged only when NEW is worse
-                  than OLD by more than the threshold beyond that spread
+    --aa          also run a second copy of OLD in every round: the A/A spread of a row is how
+                  far the copy's median lies from OLD's, and a row is flagged only when NEW is
+                  worse than OLD by more than the threshold beyond that spread (each side runs
+                  from a fresh copy of its binary, so the three files are alike)
     --threshold P percent, default 3
     --out DIR     keep every run's JSON lines there (old-1.json, new-1.json, aa-1.json, ...)
     --peer BIN    also run a peer's port in every round (peers/rust/target/release/peer-actix,
@@ -156,11 +157,17 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="cohort-ab-")
     try:
-        sides = [("old", os.path.abspath(args.old)), ("new", os.path.abspath(args.new))]
-        if args.aa:
-            copy = os.path.join(tmp, "cohort-bench-aa")
-            shutil.copy2(args.old, copy)
-            sides.append(("aa", copy))
+        # Every side runs from a copy written here, the same way: the kernel maps a binary's
+        # code by the page-cache pieces its file was written or read back in, so one binary
+        # in two files can show a different resident size (peak RSS rows of a few MiB moved
+        # by about 1 MiB between a file and its fresh copy).
+        sides = []
+        for name, path in [("old", args.old), ("new", args.new)] + (
+            [("aa", args.old)] if args.aa else []
+        ):
+            copy = os.path.join(tmp, "cohort-bench-" + name)
+            shutil.copy2(path, copy)
+            sides.append((name, copy))
         values = {name: {} for name, _ in sides}
         failed = set()
         order = []
