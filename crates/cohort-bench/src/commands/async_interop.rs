@@ -1,6 +1,6 @@
 //! The `spawn-deliver` and `async-ask` subcommands: their flags and records.
 
-use super::{params, round_trip_metrics, sampled};
+use super::{command_line, params, round_trip_metrics, sampled};
 use crate::alloc;
 use crate::machine::Machine;
 use crate::report::Record;
@@ -30,17 +30,15 @@ pub struct SpawnDeliverArgs {
 impl SpawnDeliverArgs {
     /// The subcommand and flags that run this step alone.
     pub fn cli_args(&self) -> Vec<String> {
-        vec![
-            "spawn-deliver".into(),
-            "--count".into(),
-            self.count.to_string(),
-            "--agents".into(),
-            self.agents.to_string(),
-            "--in-flight".into(),
-            self.in_flight.to_string(),
-            "--async-threads".into(),
-            self.async_threads.to_string(),
-        ]
+        command_line(
+            "spawn-deliver",
+            &[
+                ("--count", self.count.to_string()),
+                ("--agents", self.agents.to_string()),
+                ("--in-flight", self.in_flight.to_string()),
+                ("--async-threads", self.async_threads.to_string()),
+            ],
+        )
     }
 }
 

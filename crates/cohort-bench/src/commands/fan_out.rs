@@ -1,6 +1,6 @@
 //! The `fan-out` subcommand: its flags and records.
 
-use super::{merge, params, sampled};
+use super::{command_line, merge, params, sampled};
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
@@ -30,19 +30,14 @@ pub struct FanOutArgs {
 impl FanOutArgs {
     /// The subcommand and flags that run this step alone.
     pub fn cli_args(&self) -> Vec<String> {
-        let mut out = vec![
-            "fan-out".into(),
-            "--workers".into(),
-            self.workers.to_string(),
-            "--messages".into(),
-            self.messages.to_string(),
-            "--work".into(),
-            flag_value(self.work),
-            "--sleep-ms".into(),
-            self.sleep_ms.to_string(),
+        let mut flags = vec![
+            ("--workers", self.workers.to_string()),
+            ("--messages", self.messages.to_string()),
+            ("--work", flag_value(self.work)),
+            ("--sleep-ms", self.sleep_ms.to_string()),
         ];
-        out.extend(self.placement.cli_args());
-        out
+        flags.extend(self.placement.flags());
+        command_line("fan-out", &flags)
     }
 }
 

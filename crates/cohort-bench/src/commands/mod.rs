@@ -32,6 +32,16 @@ use crate::machine::Machine;
 use crate::report::Record;
 use serde_json::{Map, Value};
 
+/// A subcommand and its flags as a command line (`["skynet", "--leaves", "1000", ...]`), for
+/// a step run in a process of its own.
+pub fn command_line(subcommand: &str, flags: &[(&str, String)]) -> Vec<String> {
+    let mut out = vec![subcommand.to_owned()];
+    for (flag, value) in flags {
+        out.extend([(*flag).to_owned(), value.clone()]);
+    }
+    out
+}
+
 /// `a` with the fields of `b` added (both JSON objects; otherwise `a` unchanged).
 pub fn merge(mut a: Value, b: Value) -> Value {
     if let (Value::Object(a), Value::Object(b)) = (&mut a, b) {

@@ -1,6 +1,6 @@
 //! The `skynet` subcommand: its flags and records.
 
-use super::{merge, params};
+use super::{command_line, merge, params};
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
@@ -30,17 +30,13 @@ pub struct SkynetArgs {
 impl SkynetArgs {
     /// The subcommand and flags that run this step alone.
     pub fn cli_args(&self) -> Vec<String> {
-        let mut out = vec![
-            "skynet".into(),
-            "--leaves".into(),
-            self.leaves.to_string(),
-            "--branching".into(),
-            self.branching.to_string(),
-            "--teardown".into(),
-            flag_value(self.teardown),
+        let mut flags = vec![
+            ("--leaves", self.leaves.to_string()),
+            ("--branching", self.branching.to_string()),
+            ("--teardown", flag_value(self.teardown)),
         ];
-        out.extend(self.placement.cli_args());
-        out
+        flags.extend(self.placement.flags());
+        command_line("skynet", &flags)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The `timers` subcommand: its flags and records.
 
-use super::{group, params};
+use super::{command_line, group, params};
 use crate::machine::Machine;
 use crate::report::Record;
 use crate::rss;
@@ -29,27 +29,24 @@ pub struct TimersArgs {
     pub queue: Vec<timers::QueueArg>,
 }
 
-/// Runs `timers` `runs` times, the queues interleaved: the mass of delayed sends, then the
 impl TimersArgs {
     /// The subcommand and flags that run this step alone.
     pub fn cli_args(&self) -> Vec<String> {
         let queues: Vec<String> = self.queue.iter().map(|q| flag_value(*q)).collect();
-        vec![
-            "timers".into(),
-            "--count".into(),
-            self.count.to_string(),
-            "--delay-ms".into(),
-            self.delay_ms.to_string(),
-            "--spread-ms".into(),
-            self.spread_ms.to_string(),
-            "--periodic-ms".into(),
-            self.periodic_ms.to_string(),
-            "--queue".into(),
-            queues.join(","),
-        ]
+        command_line(
+            "timers",
+            &[
+                ("--count", self.count.to_string()),
+                ("--delay-ms", self.delay_ms.to_string()),
+                ("--spread-ms", self.spread_ms.to_string()),
+                ("--periodic-ms", self.periodic_ms.to_string()),
+                ("--queue", queues.join(",")),
+            ],
+        )
     }
 }
 
+/// Runs `timers` `runs` times, the queues interleaved: the mass of delayed sends, then the
 /// periodic timer.
 pub fn records(a: &TimersArgs, runs: usize, machine: &Machine) -> Vec<Record> {
     let scenario = "timers";

@@ -128,18 +128,13 @@ impl Placement {
 
     /// The placement as the flags that give it (`--dispatcher one-thread ...`), for a step
     /// run in a process of its own.
-    pub fn cli_args(&self) -> Vec<String> {
+    pub fn flags(&self) -> Vec<(&'static str, String)> {
         let mut out = vec![
-            "--dispatcher".into(),
-            flag_value(self.dispatcher),
-            "--threads".into(),
-            self.threads.to_string(),
-            "--max-demands".into(),
-            self.max_demands.to_string(),
+            ("--dispatcher", flag_value(self.dispatcher)),
+            ("--threads", self.threads.to_string()),
+            ("--max-demands", self.max_demands.to_string()),
         ];
-        if let Some(f) = self.fifo {
-            out.extend(["--fifo".into(), flag_value(f)]);
-        }
+        out.extend(self.fifo.map(|f| ("--fifo", flag_value(f))));
         out
     }
 
