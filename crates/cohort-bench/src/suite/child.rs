@@ -1,11 +1,12 @@
 //! A step run in a process of its own: this binary started again with the step's subcommand,
 //! its records (floor included) read back from its JSON lines.
 //!
-//! A suite runs so the steps with a peak RSS row (skynet, fan-out, timers, spawn-deliver).
-//! glibc gives a freed heap back only in part: `malloc_trim` leaves the top of a worker
-//! thread's arena resident, and once a large buffer has been freed (a queue grown to a million
-//! demands) `free` keeps such a top up to twice its largest mmap threshold. A process that ran
-//! a large step then holds memory no step uses, and a later step's peak would start from it.
+//! A suite runs the steps with a peak RSS row (skynet, fan-out, timers, spawn-deliver) this
+//! way, because glibc gives a freed heap back only in part: `malloc_trim` leaves the top of
+//! a worker thread's arena resident, and once a large buffer has been freed (a queue grown
+//! to a million demands) `free` keeps such a top up to twice its largest mmap threshold. A
+//! process that ran a large step then holds memory no step uses, and a later step's peak
+//! would start from it.
 
 use crate::machine::Machine;
 use crate::report::Record;
