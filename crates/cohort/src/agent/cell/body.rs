@@ -51,6 +51,13 @@ pub(crate) trait ErasedBody: Send {
 }
 
 /// An agent with its runtime state.
+///
+/// `repr(C)` keeps the agent value last, so the subscriptions and the cooperation pointer
+/// (read by the runner, never by a sender) lie between the header, which a sender on another
+/// thread reads at every send, and the agent's fields, which its handlers write: the agent then
+/// starts on a line apart from the header's when the cell's allocation begins in the first half
+/// of a cache line (see docs/internals.md, "Agent cell").
+#[repr(C)]
 pub(crate) struct AgentBody<A: Agent> {
     pub(crate) subs: Subscriptions<A>,
     /// The agent's cooperation: set at registration, valid until the agent has finished

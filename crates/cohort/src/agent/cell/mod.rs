@@ -158,3 +158,42 @@ impl DynCell {
         MboxId(cell.cast::<()>() as usize)
     }
 }
+
+#[cfg(test)]
+mod layout {
+    //! Where an agent's fields fall relative to the header that senders read.
+
+    use super::{AgentBody, AgentCell, Header};
+    use crate::agent::subscription::Subscriptions;
+    use std::mem::{offset_of, size_of};
+
+    /// An agent whose one field its handlers would write at every message.
+    struct Counter {
+        _left: u64,
+    }
+    impl crate::Agent for Counter {}
+
+    #[test]
+    fn the_agent_value_comes_after_the_subscriptions_and_the_cooperation_pointer() {
+        let agent = offset_of!(AgentBody<Counter>, agent);
+        assert_eq!(
+            agent,
+            size_of::<Subscriptions<Counter>>() + size_of::<usize>()
+        );
+        assert_eq!(
+            agent,
+            size_of::<AgentBody<Counter>>() - size_of::<Counter>()
+        );
+    }
+
+    #[test]
+    fn the_agent_value_begins_64_bytes_into_the_allocation() {
+        // An `Arc`'s two counts come first: 16 + 24 (header) + 24 (subscriptions, cooperation)
+        // puts the agent 64 bytes past the allocation's start, on the line after the header's
+        // whenever the allocation starts in the first half of a line.
+        assert_eq!(size_of::<Header>(), 24);
+        let body = offset_of!(AgentCell<AgentBody<Counter>>, body);
+        assert_eq!(body, size_of::<Header>());
+        assert_eq!(16 + body + offset_of!(AgentBody<Counter>, agent), 64);
+    }
+}
