@@ -55,8 +55,8 @@ pub(crate) trait ErasedBody: Send {
 /// `repr(C)` keeps the agent value last, so the subscriptions and the cooperation pointer
 /// (read by the runner, never by a sender) lie between the header, which a sender on another
 /// thread reads at every send, and the agent's fields, which its handlers write: the agent then
-/// starts on a line apart from the header's when the cell's allocation begins in the first half
-/// of a cache line (see docs/internals.md, "Agent cell").
+/// starts on a line apart from what a sender reads unless the cell's allocation begins 48 bytes
+/// into a cache line (see docs/internals.md, "Agent cell").
 #[repr(C)]
 pub(crate) struct AgentBody<A: Agent> {
     pub(crate) subs: Subscriptions<A>,

@@ -8,7 +8,7 @@ use crate::queue::EventQueue;
 use crate::runtime::env::EnvShared;
 use std::cell::UnsafeCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::mailbox::MboxId;
 use crate::mailbox::dead_letter::DeadLetter;
@@ -35,6 +35,12 @@ pub(crate) const FINISHED: u8 = 3;
 pub(crate) const ABANDONED: u8 = 4;
 
 /// The part of an agent any thread may read.
+///
+/// `repr(C)`: what a sender reads at every send (the status and, for an agent without
+/// message limits, the queue) fills the first 16 bytes, and the environment word, which it
+/// reads only for an agent with limits, comes last, nearest the agent's fields (see
+/// `AgentBody`).
+#[repr(C)]
 pub(crate) struct Header {
     status: AtomicU8,
     /// `STARTED`, `AGENT_DROPPED` and `SPAWNED`. Each is touched only by the thread that has
@@ -43,6 +49,10 @@ pub(crate) struct Header {
     /// no read-modify-write (a locked instruction per agent start) is needed. An atomic byte
     /// in the status word's padding keeps a cell within 128 bytes without `unsafe`.
     flags: AtomicU8,
+    /// Whether the agent declared message limits: set in `define` (status `NEW`) after the
+    /// environment word took them, so a sender to an agent without limits need not read that
+    /// word.
+    limited: AtomicBool,
     /// The agent's own panic reaction: written before registration, read-only after.
     pub(super) panic_reaction: UnsafeCell<Option<PanicReaction>>,
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
@@ -58,6 +68,7 @@ impl Header {
         Self {
             status: AtomicU8::new(NEW),
             flags: AtomicU8::new(0),
+            limited: AtomicBool::new(false),
             panic_reaction: UnsafeCell::new(None),
             queue: UnsafeCell::new(None),
             env: EnvRef::new(env),
@@ -96,6 +107,17 @@ impl Header {
             Some(q) => q,
             None => unreachable!("agent queue read before binding"),
         }
+    }
+
+    /// Whether the agent declared message limits (see `limited`).
+    #[inline(always)]
+    pub(super) fn limited(&self) -> bool {
+        self.limited.load(Ordering::Acquire)
+    }
+
+    /// Records that the environment word now holds the agent's limits.
+    pub(super) fn set_limited(&self) {
+        self.limited.store(true, Ordering::Release)
     }
 
     #[inline]
@@ -189,5 +211,20 @@ impl Header {
         });
         // A request inside learns why it goes unanswered.
         crate::mailbox::request::drop_with_reason(msg, why);
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::Header;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn what_a_sender_reads_fills_the_first_16_bytes_and_the_environment_word_comes_last() {
+        assert_eq!(size_of::<Header>(), 24);
+        assert!(offset_of!(Header, status) < 8);
+        assert!(offset_of!(Header, limited) < 8);
+        assert_eq!(offset_of!(Header, queue), 8);
+        assert_eq!(offset_of!(Header, env), 16);
     }
 }

@@ -48,6 +48,9 @@ impl DynCell {
     /// The agent's message limits, if it declared any.
     #[inline(always)]
     pub(crate) fn limits(&self) -> Option<&MessageLimits> {
+        if !self.header.limited() {
+            return None;
+        }
         self.header.env.limits()
     }
 
@@ -58,7 +61,11 @@ impl DynCell {
     pub(crate) unsafe fn set_limits(&self, limits: MessageLimits) -> bool {
         // SAFETY: only the registering thread calls it (caller); senders read the limits
         // after observing `ACTIVE`, published after `define`.
-        unsafe { self.header.env.set_limits(limits) }
+        let set = unsafe { self.header.env.set_limits(limits) };
+        if set {
+            self.header.set_limited();
+        }
+        set
     }
 
     /// Drops the agent value now (its cooperation will never run it): breaks the cycles that
@@ -189,8 +196,8 @@ mod layout {
     #[test]
     fn the_agent_value_begins_64_bytes_into_the_allocation() {
         // An `Arc`'s two counts come first: 16 + 24 (header) + 24 (subscriptions, cooperation)
-        // puts the agent 64 bytes past the allocation's start, on the line after the header's
-        // whenever the allocation starts in the first half of a line.
+        // puts the agent 64 bytes past the allocation's start, off the line of the header's
+        // first 16 bytes unless the allocation starts 48 bytes into a line.
         assert_eq!(size_of::<Header>(), 24);
         let body = offset_of!(AgentCell<AgentBody<Counter>>, body);
         assert_eq!(body, size_of::<Header>());
