@@ -203,4 +203,18 @@ mod layout {
         assert_eq!(body, size_of::<Header>());
         assert_eq!(16 + body + offset_of!(AgentBody<Counter>, agent), 64);
     }
+
+    #[test]
+    fn a_cache_line_aligned_agent_begins_192_bytes_in_on_a_line_of_its_own() {
+        #[repr(align(64))]
+        struct Hot {
+            _left: u64,
+        }
+        impl crate::Agent for Hot {}
+        let body = offset_of!(AgentCell<AgentBody<Hot>>, body);
+        // The counts' line, then the header's with the subscriptions and the cooperation
+        // pointer, then the agent's.
+        assert_eq!(64 + body + offset_of!(AgentBody<Hot>, agent), 192);
+        assert_eq!(size_of::<AgentCell<AgentBody<Hot>>>(), 192);
+    }
 }
