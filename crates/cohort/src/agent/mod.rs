@@ -62,12 +62,13 @@ pub type DefineError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// .unwrap();
 /// ```
 ///
-/// An agent lives in one allocation with the header that senders on other threads read at
-/// every send, and in one of the four places malloc may start it, its first 16 bytes share that
-/// header's cache line. An agent that receives from other threads and writes its state at every
-/// message can take `#[repr(align(64))]` to start on a line of its own wherever it lands, at
-/// 128 to 191 bytes more per agent, the padding that puts the header and the agent on lines
-/// of their own (docs/internals.md, "Agent cell").
+/// An agent lives in one allocation with a header that senders on other threads read at
+/// every send. Where malloc starts that allocation 48 bytes into a cache line (one time in
+/// four), the agent's first 16 bytes share the header's line, and a handler that writes them
+/// makes each cross-thread send fetch that line again. An agent that receives from other
+/// threads and writes its state at every message can take `#[repr(align(64))]` to start on a
+/// line of its own wherever it lands, at 128 to 191 bytes more per agent, the padding that
+/// puts the header and the agent on lines of their own (docs/internals.md, "Agent cell").
 pub trait Agent: Send + Sized + 'static {
     /// Subscribes handlers. Runs on the registering thread before any agent of the
     /// cooperation starts; an error cancels the registration of the whole cooperation.

@@ -4,10 +4,11 @@
 //! The word is an `Arc<E>` pointer, or (bit 0 set) a pointer to a boxed [`Limited`] that owns
 //! that `Arc` and the limits. So a cell without limits pays no memory for them (skynet's
 //! memory budget); the send path reads the word only when the header's `limited` flag says
-//! the agent has limits, so a sender to an agent without them leaves the word's line alone. The word changes once, while the agent is defined (status `NEW`); senders
-//! read the limits only after seeing the agent `ACTIVE`, which the registering thread
-//! publishes after `define` (release/acquire). A sender racing with that change may still
-//! read the environment through the old word: it points at the same live environment.
+//! the agent has limits, so a sender to an agent without them leaves the word's line alone.
+//! The word changes once, while the agent is defined (status `NEW`); senders read the limits
+//! only after seeing the agent `ACTIVE`, which the registering thread publishes after
+//! `define` (release/acquire). A sender racing with that change may still read the
+//! environment through the old word: it points at the same live environment.
 
 use crate::sync::{AtomicUsize, Ordering};
 use std::marker::PhantomData;

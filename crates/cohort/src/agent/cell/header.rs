@@ -36,10 +36,9 @@ pub(crate) const ABANDONED: u8 = 4;
 
 /// The part of an agent any thread may read.
 ///
-/// `repr(C)`: what a sender reads at every send (the status and, for an agent without
-/// message limits, the queue) fills the first 16 bytes, and the environment word, which it
-/// reads only for an agent with limits, comes last, nearest the agent's fields (see
-/// `AgentBody`).
+/// `repr(C)`: what a sender reads at every send (the status, the `limited` flag, the queue)
+/// fills the first 16 bytes, and the environment word, which it reads only for an agent with
+/// message limits, comes last, nearest the agent's fields (see `AgentBody`).
 #[repr(C)]
 pub(crate) struct Header {
     status: AtomicU8,
