@@ -57,9 +57,8 @@ impl Receiver for &Arc<DynCell> {
 
     #[inline(always)]
     fn remote_ref(self, lend: bool, mbox: MboxId) -> AgentRef {
-        // Read after the reservation (and, on a dedicated queue, after its fence): an agent
-        // seen active here has its finish step still to come, and that step sees this
-        // reservation (`EventQueue::push_remote_with`).
+        // Read after the reservation: an agent seen active here has its finish step still
+        // to come, and that step sees this reservation (`EventQueue::push_remote_with`).
         if lend && self.header.status() == ACTIVE {
             // SAFETY: the queue lends and the agent had not begun to finish: the demand was
             // reserved before its finish step, which runs it before `finish` (see

@@ -41,7 +41,7 @@ use super::remote_blocks::{Head, Tail};
 use super::sender_epoch;
 use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
 use crate::agent::demand::Demand;
-use crate::sync::{AtomicBool, AtomicU64, HandOffCell, fence};
+use crate::sync::{AtomicBool, AtomicU64, HandOffCell};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -221,12 +221,7 @@ impl<T: QueueItem> EventQueue<T> {
     /// Pushes from any thread to the remote half and wakes the worker if it sleeps.
     #[inline]
     pub(crate) fn push_remote(&self, d: T) {
-        sender_epoch::advance();
-        match &self.notifier {
-            // Nothing to lend: no fence to decide it.
-            Notifier::Thread(side) => self.push_dedicated(move |_| d, &side.wakeup),
-            Notifier::Pool { scheduler } => self.push_pooled(move |_| d, &**scheduler),
-        }
+        self.push_remote_with(move |_| d)
     }
 
     /// Pushes the demand `make` builds to the remote half, from any thread, and wakes the
@@ -240,29 +235,23 @@ impl<T: QueueItem> EventQueue<T> {
     /// `make` is told whether the demand may borrow its agent; when false it must own a
     /// reference. When true it may borrow if its agent has not begun to finish as `make`
     /// reads it: the agent's finish step moves every demand reserved before it ahead of
-    /// `finish` (a pool queue closes lending for good, see `SENDERS_OWN`; a dedicated
-    /// queue, which serves agents that finish at different times, puts a `SeqCst` fence
-    /// between the reservation and `make`, paired with the one in the finish step before it
-    /// reads the index, so a sender that still sees its agent active reserved below that
-    /// index). A borrowing send leaves the agent's reference count alone, the one line that
-    /// every remote message otherwise takes from the runner's core and the runner takes back.
+    /// `finish` (a pool queue closes lending for good, see `SENDERS_OWN`; on a dedicated
+    /// queue, which serves agents that finish at different times, the finish step reads the
+    /// index with a read-modify-write of the state, ordered against every reservation, so a
+    /// sender that still sees its agent active reserved below that index). A borrowing send
+    /// leaves the agent's reference count alone, the one line that every remote message
+    /// otherwise takes from the runner's core and the runner takes back.
     /// `make` must not panic: a claimed queue or a reserved slot would wait for it forever.
     #[inline(always)]
     pub(crate) fn push_remote_with(&self, make: impl FnOnce(bool) -> T) {
         sender_epoch::advance();
         match &self.notifier {
-            Notifier::Thread(side) => {
-                // The fence between the reservation and `make`, which reads the agent's
-                // status to decide whether the demand borrows it, pairs with the one in the
-                // finish step before it reads the index (`close_lending`): either this sender
-                // sees the agent finishing and owns a reference, or the finish step sees this
-                // reservation and moves the demand ahead of `finish`.
-                let fenced = move |lend| {
-                    fence(Ordering::SeqCst);
-                    make(lend)
-                };
-                self.push_dedicated(fenced, &side.wakeup)
-            }
+            // `make` reads the agent's status after the reservation, a read-modify-write of
+            // the state, which the finish step also reads with one (`close_lending`): either
+            // the finish step's comes first, and `make` sees the agent finishing and owns a
+            // reference, or the reservation does, and the finish step moves the demand ahead
+            // of `finish`.
+            Notifier::Thread(side) => self.push_dedicated(make, &side.wakeup),
             Notifier::Pool { scheduler } => self.push_pooled(make, &**scheduler),
         }
     }

@@ -7,11 +7,11 @@ use super::local::Local;
 use super::remote_blocks::{self, Block};
 use super::running::RunningGuard;
 use super::wakeup::QueueWakeup;
-use crate::sync::{Backoff, arc_from_ref, fence};
+use crate::sync::{Backoff, arc_from_ref};
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::Arc;
-use std::sync::atomic::Ordering::{self, SeqCst};
+use std::sync::atomic::Ordering;
 
 /// Pool queue state flag: the queue is in a run queue, a LIFO slot or a worker's turn, and
 /// exactly one party holds it. Without it the queue is idle: nobody holds it and its remote
@@ -22,7 +22,8 @@ pub(super) const SCHEDULED: u64 = 1;
 /// the queue's finish step moves every such demand ahead of `finish` (see
 /// [`Local::close_lending`], and "Agent lifetime" in `docs/runtime-semantics.md`). Set
 /// once, by the runner, at that step. A dedicated queue never sets it (its agents finish at
-/// different times): its senders decide per agent, after a fence (see `push_remote_with`).
+/// different times): its senders decide per agent, after their reservation (see
+/// `push_remote_with`).
 pub(super) const SENDERS_OWN: u64 = 2;
 /// Dedicated queue state flag (the bit that a pool queue uses for [`SCHEDULED`]): the worker
 /// has exited and swept the remote half; a push that finds it rejects its own demand.
@@ -109,8 +110,7 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// A remote push to a queue run by a dedicated thread: one compare-and-swap on the state
     /// reserves an index of the remote half (see [`remote_blocks`]), then the worker is woken
-    /// if it sleeps; once the worker has retired, the demand is rejected here instead. A
-    /// lending push wraps `make` in its fence (`push_remote_with`).
+    /// if it sleeps; once the worker has retired, the demand is rejected here instead.
     #[inline(always)]
     pub(super) fn push_dedicated(&self, mut make: impl FnOnce(bool) -> T, wakeup: &QueueWakeup) {
         let state = &self.senders.state;
@@ -326,12 +326,13 @@ impl<T: QueueItem> Local<'_, T> {
     pub(crate) fn close_lending(&self) {
         let q = self.queue();
         let Notifier::Pool { .. } = &q.notifier else {
-            // The agents' status became `FINISHING` before this step was queued; the fence
-            // pairs with the one each dedicated sender makes between its reservation and its
-            // look at that status (`push_remote_with`): a sender that saw its agent active
-            // reserved below the index read here.
-            fence(SeqCst);
-            let tail = q.remote_tail();
+            // The agents' status became `FINISHING` before this step was queued. The index
+            // is read with a read-modify-write (changing nothing), so it and each
+            // reservation are ordered on the state: a reservation after it acquires the
+            // status written before it, and its sender owns a reference; one before it lies
+            // below the index read here. (A fence here and after each reservation orders
+            // them too, but puts a locked instruction on every send.)
+            let tail = tail_index(q.senders.state.fetch_or(0, Ordering::AcqRel));
             // SAFETY: this thread runs the queue (the token): the head is its alone.
             unsafe { q.pop_remote_until(tail, |d| self.push(d)) };
             return;

@@ -171,17 +171,19 @@ const AGENT_ACTIVE: u8 = 1;
 const AGENT_FINISHING: u8 = 2;
 
 /// An agent of a dedicated queue begins to finish while a sender pushes to it: the sender
-/// decides after its reservation (and the queue's fence) whether its demand borrows the
-/// agent, by the agent's status; the finish step (after its own fence) moves what was
-/// reserved before it ahead of `finish`. Every borrowing demand runs before `finish`, every
-/// item runs once, and loom reports a worker that waits for ever on a reserved slot.
-/// `by_worker`: deregistration runs on the queue's own worker (a handler of the queue ended
-/// the cooperation), which stores the status and pushes the finish step locally: the case
-/// the two fences are for (a deregistration from another thread pushes the finish step
-/// through the same state word as the sender, which orders the two already).
+/// decides after its reservation whether its demand borrows the agent, by the agent's
+/// status; the finish step reads the index with a read-modify-write of the state and moves
+/// what was reserved before it ahead of `finish`. Every borrowing demand runs before
+/// `finish`, every item runs once, and loom reports a worker that waits for ever on a
+/// reserved slot. `by_worker`: deregistration runs on the queue's own worker (a handler of
+/// the queue ended the cooperation), which stores the status and pushes the finish step
+/// locally: the case the finish step's read-modify-write is for (a deregistration from
+/// another thread pushes the finish step through the same state word as the sender, which
+/// orders the two already).
 fn dedicated_lending(items: u8, by_worker: bool) {
     // Two preemptions: the race needs one on each side (the sender between its reservation
-    // and its look at the status, the finish step between its fence and its read).
+    // and its look at the status, the finish step between the status's store and its read
+    // of the index).
     model_bounded(Some(2), move || {
         let q = EventQueue::<Item>::new();
         let status = Arc::new(AtomicU8::new(AGENT_ACTIVE));
