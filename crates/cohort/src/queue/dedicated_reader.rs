@@ -39,6 +39,19 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
         unsafe { self.queue.has_remote_for_reader() }
     }
 
+    /// [`has_remote`](Self::has_remote), read with a read-modify-write of the state that
+    /// changes nothing: for a `prio_one_thread` worker that has just lowered this queue's
+    /// flag, so that a push whose sender still saw the flag up is found here (the read and
+    /// each reservation are ordered on the state; see `SharedWakeup`).
+    #[inline]
+    pub(crate) fn has_remote_after_lower(&self) -> bool {
+        let q = self.queue;
+        let tail = tail_index(q.senders.state.fetch_or(0, Ordering::AcqRel));
+        // SAFETY: this thread is the remote half's one reader (the token's claim).
+        let head = unsafe { q.run.remote_head.index() };
+        head != tail
+    }
+
     /// True when the remote half's next demand is written: what the worker polls while it
     /// waits (the slot, on the line its sender writes, see
     /// [`Head::next_is_written`](super::remote_blocks::Head::next_is_written)); before the

@@ -10,7 +10,7 @@
 
 use crate::sync::{AtomicBool, AtomicU8, Mutex, Thread, current_thread, fence, park};
 use std::sync::Arc;
-use std::sync::atomic::Ordering::{Acquire, Relaxed, Release, SeqCst};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
 
 /// Wakes one parked worker thread.
 #[derive(Debug)]
@@ -150,7 +150,7 @@ pub(crate) enum QueueWakeup {
     Shared {
         /// The worker's wake-up and the flags of its queues.
         group: Arc<SharedWakeup>,
-        /// This queue's flag in [`SharedWakeup::take_flagged`].
+        /// This queue's flag in [`SharedWakeup::flagged`].
         bit: u8,
     },
 }
@@ -191,14 +191,25 @@ impl QueueWakeup {
     }
 }
 
-/// One worker thread's wake-up shared by up to eight queues, with a flag per queue that a
-/// push from another thread sets before it notifies: the worker reads one word to learn
-/// which queues received work from outside, instead of looking at each.
+/// One worker thread's wake-up shared by up to eight queues, with a flag per queue: a push
+/// from another thread raises its queue's flag unless it is up already (and then wakes the
+/// worker if it sleeps), and the worker lowers it when it has no use for it (whenever
+/// another priority is about to run, the queue read to its end, and before it sleeps). The
+/// worker reads the word at every demand to learn which queues received work from outside;
+/// while it runs a queue's flow, each push to that queue finds the flag up and neither
+/// writes the word nor fences, so the word's line stays shared between the senders' cores
+/// and the worker's instead of moving at every push.
 ///
-/// The flags are a hint on top of the queues themselves: a push is in its queue before its
-/// flag is set (release, then the worker's acquire swap), so a flag always leads to its
-/// push; a push whose flag is not set yet is found by the worker's look at the queues before
-/// it sleeps ([`Wakeup::sleep`]'s check), which is what keeps wake-ups from being lost.
+/// A push that finds its flag up needs nothing more, because the worker lowers a flag with a
+/// read-modify-write of the word and then reads its queue's index with a read-modify-write of
+/// the queue's state ([`lower`](Self::lower), then `has_remote_after_lower`), the word in
+/// which every push reserves its slot: a reservation before that read is found by it; one
+/// after it acquires the lowering, so its push then finds the flag down (or raised again by a
+/// later push, whose lowering comes later still) and raises it. The flags are a hint on top
+/// of the queues: a push is in its queue before its flag is raised (release, then the
+/// worker's acquire load), so a flag always leads to its push; a push whose flag is not up
+/// yet is found by the worker's look at the queues before it sleeps ([`Wakeup::sleep`]'s
+/// check), which keeps wake-ups from being lost.
 #[derive(Debug)]
 pub(crate) struct SharedWakeup {
     wakeup: Wakeup,
@@ -220,30 +231,44 @@ impl SharedWakeup {
         }
     }
 
-    /// A producer pushed to the queue flagged by `bit`: flags it, wakes the worker if it
-    /// sleeps.
+    /// A producer pushed to the queue flagged by `bit`: raises the flag and wakes the worker
+    /// if it sleeps, unless the flag is up already (the worker has yet to read that queue to
+    /// its end, and finds this push when it does).
     #[inline]
     pub(crate) fn notify(&self, bit: u8) {
-        // Release: the push before the flag (see `take_flagged`).
-        self.flags.fetch_or(bit, Release);
+        if self.flags.load(Acquire) & bit != 0 {
+            return;
+        }
+        // Release: the push before the flag (see `flagged`).
+        self.flags.fetch_or(bit, AcqRel);
         self.wakeup.notify();
     }
 
-    /// The worker: the flags of the queues pushed to from other threads since the last
-    /// call, cleared. One relaxed load when none is set.
+    /// The worker: the flags up now (queues whose remote halves may hold demands it has not
+    /// read). A load, which leaves the word's line shared with the senders.
     #[inline]
-    pub(crate) fn take_flagged(&self) -> u8 {
-        if self.flags.load(Relaxed) == 0 {
-            return 0;
-        }
-        // Acquire: with the pushes made before the flags were set.
-        self.flags.swap(0, Acquire)
+    pub(crate) fn flagged(&self) -> u8 {
+        // Acquire: with the pushes made before the flags were raised.
+        self.flags.load(Acquire)
     }
 
-    /// Whether some queue is flagged (a spinning worker's check).
+    /// The worker has read the remote half of the queue flagged by `bit` to its end: lowers
+    /// the flag. The worker then reads that queue's index with a read-modify-write
+    /// (`has_remote_after_lower`), which finds any push that saw the flag still up.
     #[inline]
-    pub(crate) fn any_flagged(&self) -> bool {
-        self.flags.load(Relaxed) != 0
+    pub(crate) fn lower(&self, bit: u8) {
+        self.flags.fetch_and(!bit, AcqRel);
+    }
+
+    /// Whether some queue is flagged, for the worker's look after it announced that it
+    /// sleeps: paired with a raiser's look at the announcement, as [`Wakeup::sleep`]'s check
+    /// is (under loom a read-modify-write, for the reason given at [`Wakeup::notify`]).
+    #[inline]
+    pub(crate) fn any_flagged_latest(&self) -> bool {
+        #[cfg(not(cohort_loom))]
+        return self.flags.load(Relaxed) != 0;
+        #[cfg(cohort_loom)]
+        return self.flags.fetch_or(0, Relaxed) != 0;
     }
 
     /// The worker's thread, for [`notify`](Self::notify).

@@ -1,15 +1,17 @@
 //! The worker loop of `prio_one_thread`: one thread running a queue of demands per priority.
 //!
 //! Every agent of priority `p` is bound to queue `p`, as every agent of a `one_thread`
-//! dispatcher is bound to its one queue; so a handler's send to an agent of its own priority
-//! is a push to the local half of the queue that runs it (no atomic operation, no
-//! allocation), and an agent's demands keep their order (one queue). A send from another
-//! thread, or to another priority, goes to that queue's remote half and flags the queue in
-//! the thread's [`SharedWakeup`]: the loop reads that one word per demand to learn whether
-//! anything arrived from outside. The loop keeps a bit per priority that may have demands
-//! (in either half); the mode chooses among them. A remote half moves to its local tail when
-//! the local half runs dry, and every [`defaults::LOCAL_BATCH`] demands when its priority ran
-//! (as `one_thread`'s does), at most that batch at a time, so a busy local flow does not keep
+//! dispatcher is bound to its one queue; so a handler's send to an agent of its own priority is
+//! a push to the local half of the queue that runs it (no atomic operation, no allocation), and
+//! an agent's demands keep their order (one queue). A send from another thread, or to another
+//! priority, goes to that queue's remote half and flags the queue in the thread's
+//! [`SharedWakeup`] (unless the flag is up already): the loop reads that one word per demand to
+//! learn whether anything arrived from outside, and lowers a flag it took in when another
+//! priority is about to run or before it sleeps (see [`SharedWakeup`] for why a push that found
+//! its flag up is never lost). The loop keeps a bit per priority that may have demands (in
+//! either half); the mode chooses among them. A remote half moves to its local tail when the
+//! local half runs dry, and every [`defaults::LOCAL_BATCH`] demands when its priority ran (as
+//! `one_thread`'s does), at most that batch at a time, so a busy local flow does not keep
 //! remote demands waiting, and a flood from outside moves no more than the loop runs (a
 //! priority waiting behind a higher one keeps its backlog in its remote half's blocks):
 //! - strict: the highest priority with demands, chosen again after every demand;
@@ -21,6 +23,7 @@ use crate::dispatcher::reuse::spin::{Spinner, WorkerSpin};
 use crate::queue::wakeup::SharedWakeup;
 use crate::queue::{DedicatedReader, EventQueue, Local, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;
+use std::cell::Cell;
 use std::sync::Arc;
 
 /// Number of agent priorities (`P0` lowest to `P7` highest, as in SObjectizer).
@@ -43,18 +46,20 @@ pub(crate) enum PrioMode {
 struct Ready {
     /// Bit `p`: queue `p` may hold a demand, in its local or its remote half.
     any: u8,
-    /// Bit `p`: queue `p`'s remote half may hold demands not moved yet (flagged by a push, or
-    /// left after a move of [`defaults::LOCAL_BATCH`]; the flag was consumed, so it is
-    /// remembered here).
+    /// Bit `p`: queue `p`'s remote half may hold demands not moved yet (flagged by a push,
+    /// found by a look at the queue, or left after a move of [`defaults::LOCAL_BATCH`]).
     remote: u8,
+    /// Bit `p`: queue `p`'s flag is up and already counted in `any` and `remote` (a flag stays
+    /// up until the worker lowers it, before it sleeps, and counts once).
+    absorbed: u8,
 }
 
 impl Ready {
-    /// Queues `flagged` received demands from outside.
+    /// Queues `which` have demands in their remote halves.
     #[inline]
-    fn add_remote(&mut self, flagged: u8) {
-        self.any |= flagged;
-        self.remote |= flagged;
+    fn add_remote(&mut self, which: u8) {
+        self.any |= which;
+        self.remote |= which;
     }
 }
 
@@ -115,6 +120,10 @@ pub(crate) fn run_prio<T: QueueItem>(
         .map(|q| unsafe { DedicatedReader::claim(q) })
         .collect();
     let any_remote = || readers.iter().any(DedicatedReader::has_remote);
+    let arrivals = Arrivals {
+        group,
+        readers: &readers,
+    };
     let _turns = crate::dispatcher::turn_end::TurnScope::enter();
     let spinner = Spinner::new(spin);
     // Bit `p`: priority `p` ran a demand in the last pass.
@@ -122,21 +131,27 @@ pub(crate) fn run_prio<T: QueueItem>(
     loop {
         let t0 = probe.and_then(WorkerProbe::start);
         // Every `LOCAL_BATCH` demands, behind whatever the local halves hold, for the queues
-        // whose own flow ran: a queue that waits behind a higher priority keeps its backlog
-        // in its remote half (it takes some in once its local half runs dry).
-        let which = ready.remote & ran_in_pass;
+        // whose own flow ran (and whose flag is up: a push that found it up is in the remote
+        // half unflagged): a queue that waits behind a higher priority keeps its backlog in
+        // its remote half (it takes some in once its local half runs dry).
+        let which = (ready.remote | ready.absorbed) & ran_in_pass;
         if which != 0 {
             move_remote(&mut current, &mut ready, which);
         }
         ran_in_pass = 0;
         let mut ran = 0;
         while ran < defaults::LOCAL_BATCH {
-            ready.add_remote(group.take_flagged());
+            // Flags the worker has not taken in yet (those it took in stay up until it lowers
+            // them, so the word holds at least those).
+            let flags = group.flagged();
+            if flags != ready.absorbed {
+                arrivals.absorb(&mut ready, flags);
+            }
             let Some((p, budget)) = choose(mode, ready.any, &mut cursor) else {
                 break;
             };
             let Some((q, d)) = next_demand(&mut current, &mut ready, p) else {
-                ready.any &= !(1 << p);
+                arrivals.ran_dry(&mut ready, p);
                 continue;
             };
             let n = execute(q.queue(), d, budget);
@@ -147,9 +162,9 @@ pub(crate) fn run_prio<T: QueueItem>(
             }
             // The handler's local sends went to `q`, the queue it ran from.
             if q.is_empty() && ready.remote & (1 << p) == 0 {
-                ready.any &= !(1 << p);
                 // Run dry: what a burst of sends grew its local ring to goes back.
                 q.release_spare();
+                arrivals.ran_dry(&mut ready, p);
             }
         }
         if ran > 0 {
@@ -163,13 +178,15 @@ pub(crate) fn run_prio<T: QueueItem>(
             continue;
         }
         // Nothing flagged, nothing left: a push may have landed with its flag still unset
-        // (its sender between the two); look at the queues themselves.
+        // (its sender between the two), or found its flag up and left it: look at the queues
+        // themselves.
         if any_remote() {
             ready.add_remote(
                 (0..queues.len())
                     .filter(|&i| readers[i].has_remote())
                     .fold(0, |m, i| m | 1 << i),
             );
+            arrivals.lower_stale(&mut ready);
             continue;
         }
         if all_closed() {
@@ -181,13 +198,32 @@ pub(crate) fn run_prio<T: QueueItem>(
         }
         let t0 = probe.and_then(WorkerProbe::start);
         let work = || any_remote() || all_closed();
+        // Flags the worker took in stay up while it spins, so that pushes that keep coming
+        // find them up and neither write the word nor fence; it lowers them only once the
+        // spin is over, before it sleeps (see `SharedWakeup`).
+        let absorbed = ready.absorbed;
+        let found = Cell::new(None);
         spinner.wait(
-            || group.any_flagged() || work(),
+            || group.flagged() & !absorbed != 0 || work(),
             || {
+                let up = group.flagged();
+                if up != 0 {
+                    let with_work = arrivals.lower_and_look(up);
+                    found.set(Some((up, with_work)));
+                    if with_work != 0 {
+                        return;
+                    }
+                }
                 crate::dispatcher::reuse::release_thread_caches();
-                group.sleep(work);
+                // A flag raised after the worker announced that it sleeps is seen here, or
+                // its raiser sees the announcement and wakes the worker.
+                group.sleep(|| group.any_flagged_latest() || work());
             },
         );
+        if let Some((lowered, with_work)) = found.get() {
+            ready.absorbed &= !lowered;
+            ready.add_remote(with_work);
+        }
         if let (Some(p), Some(t0)) = (probe, t0) {
             p.idle(t0);
         }
@@ -197,6 +233,64 @@ pub(crate) fn run_prio<T: QueueItem>(
         r.retire();
     }
     crate::dispatcher::reuse::release_thread_caches();
+}
+
+/// What arrives from other threads: the flags of the thread's [`SharedWakeup`] and the
+/// remote halves of its queues, which the worker reads.
+struct Arrivals<'a, 'q, T: QueueItem> {
+    group: &'a SharedWakeup,
+    readers: &'a [DedicatedReader<'q, T>],
+}
+
+impl<T: QueueItem> Arrivals<'_, '_, T> {
+    /// Lowers the flags `which` and looks at their queues once more, in a way ordered against
+    /// every push (see [`SharedWakeup`]): the queues of `which` with demands, among them any
+    /// pushed by a sender that saw its flag still up.
+    #[inline(never)]
+    fn lower_and_look(&self, which: u8) -> u8 {
+        self.group.lower(which);
+        (0..self.readers.len())
+            .filter(|&i| which & (1 << i) != 0 && self.readers[i].has_remote_after_lower())
+            .fold(0, |m, i| m | 1 << i)
+    }
+
+    /// Flags stay up only for the priority the worker runs (and while it spins): the pushes
+    /// to any other priority must raise theirs, for the worker's next choice to see them. So
+    /// when the worker takes in new flags, and when it finds work by looking at the queues,
+    /// it lowers the flags it took in for queues it has read to their ends, and looks at
+    /// those queues once more (what it finds goes into `ready`).
+    #[cold]
+    #[inline(never)]
+    fn lower_stale(&self, ready: &mut Ready) {
+        let stale = ready.absorbed & !ready.remote;
+        if stale != 0 {
+            let with_work = self.lower_and_look(stale);
+            ready.absorbed &= !stale;
+            ready.add_remote(with_work);
+        }
+    }
+
+    /// New flags are up (`flags` holds every flag the worker took in, and more): the worker
+    /// takes them in, after lowering those it has no use for ([`Self::lower_stale`]).
+    #[cold]
+    #[inline(never)]
+    fn absorb(&self, ready: &mut Ready, flags: u8) {
+        let new = flags & !ready.absorbed;
+        self.lower_stale(ready);
+        ready.absorbed |= new;
+        ready.add_remote(new);
+    }
+
+    /// Priority `p` has no demand left that the worker knows of. If another has, the worker
+    /// runs that one next, so `p`'s flag, if the worker took it in, comes down
+    /// ([`Self::lower_stale`]).
+    #[inline]
+    fn ran_dry(&self, ready: &mut Ready, p: usize) {
+        ready.any &= !(1 << p);
+        if ready.any != 0 && ready.absorbed & (1 << p) != 0 {
+            self.lower_stale(ready);
+        }
+    }
 }
 
 /// Queue `p`, entered, and its next demand: from its local half, or, when that is empty,
@@ -221,13 +315,17 @@ fn next_demand<'q, T: QueueItem>(
 
 /// Moves the remote halves of the queues in `which` to their local tails (up to
 /// [`defaults::LOCAL_BATCH`] each, what one pass runs: a backlog stays in the remote half's
-/// blocks, which are reused, rather than growing a local ring), keeping
-/// the bit of those that kept some.
+/// blocks, which are reused, rather than growing a local ring), keeping the bit of those that
+/// kept some.
 #[inline(never)]
 fn move_remote<T: QueueItem>(current: &mut Current<'_, T>, ready: &mut Ready, which: u8) {
     for p in (0..current.queues.len()).filter(|p| which & (1 << p) != 0) {
         let q = current.enter(p);
-        q.drain_remote(defaults::LOCAL_BATCH);
+        if q.drain_remote(defaults::LOCAL_BATCH) > 0 {
+            // Moved to the local half, which the worker runs only for a priority it counts
+            // as ready (this one may have run dry before these arrived).
+            ready.any |= 1 << p;
+        }
         if !q.has_remote() {
             ready.remote &= !(1 << p);
         }
