@@ -50,7 +50,7 @@ struct Ready {
     /// found by a look at the queue, or left after a move of [`defaults::LOCAL_BATCH`]).
     remote: u8,
     /// Bit `p`: queue `p`'s flag is up and already counted in `any` and `remote` (a flag stays
-    /// up until the worker lowers it, before it sleeps, and counts once).
+    /// up until the worker lowers it, see [`Arrivals`], and counts once).
     absorbed: u8,
 }
 
