@@ -39,16 +39,15 @@ impl<'q, T: QueueItem> DedicatedReader<'q, T> {
         unsafe { self.queue.has_remote_for_reader() }
     }
 
-    /// [`has_remote`](Self::has_remote), read with a read-modify-write of the state that
-    /// changes nothing: for a `prio_one_thread` worker that has just lowered this queue's
-    /// flag, so that a push whose sender still saw the flag up is found here (the read and
-    /// each reservation are ordered on the state; see `SharedWakeup`).
+    /// [`has_remote`](Self::has_remote), with the index read by
+    /// [`remote_tail_ordered`](EventQueue::remote_tail_ordered): for a `prio_one_thread`
+    /// worker that has just lowered this queue's flag, so that a push whose sender still saw
+    /// the flag up is found here (see `SharedWakeup`).
     #[inline]
     pub(crate) fn has_remote_after_lower(&self) -> bool {
-        let q = self.queue;
-        let tail = tail_index(q.senders.state.fetch_or(0, Ordering::AcqRel));
+        let tail = self.queue.remote_tail_ordered();
         // SAFETY: this thread is the remote half's one reader (the token's claim).
-        let head = unsafe { q.run.remote_head.index() };
+        let head = unsafe { self.queue.run.remote_head.index() };
         head != tail
     }
 

@@ -269,6 +269,16 @@ impl<T: QueueItem> EventQueue<T> {
     pub(super) fn remote_tail(&self) -> u64 {
         tail_index(self.senders.state.load(Ordering::Acquire))
     }
+
+    /// The remote write index, read with a read-modify-write of the state that changes
+    /// nothing: ordered against every reservation (each one a read-modify-write of the same
+    /// word), so a push reserved after this read acquires what the reader wrote before it.
+    /// The finish step of a dedicated queue's agent reads its index this way
+    /// (`close_lending`), and so does a `prio_one_thread` worker that has lowered a flag.
+    #[inline]
+    pub(super) fn remote_tail_ordered(&self) -> u64 {
+        tail_index(self.senders.state.fetch_or(0, Ordering::AcqRel))
+    }
 }
 
 impl<T: QueueItem> RunningGuard<'_, T> {
@@ -326,13 +336,11 @@ impl<T: QueueItem> Local<'_, T> {
     pub(crate) fn close_lending(&self) {
         let q = self.queue();
         let Notifier::Pool { .. } = &q.notifier else {
-            // The agents' status became `FINISHING` before this step was queued. The index
-            // is read with a read-modify-write (changing nothing), so it and each
-            // reservation are ordered on the state: a reservation after it acquires the
-            // status written before it, and its sender owns a reference; one before it lies
-            // below the index read here. (A fence here and after each reservation orders
-            // them too, but puts a locked instruction on every send.)
-            let tail = tail_index(q.senders.state.fetch_or(0, Ordering::AcqRel));
+            // The agents' status became `FINISHING` before this step was queued: a
+            // reservation after this read acquires it, and its sender owns a reference; one
+            // before it lies below the index read here. (A fence here and after each
+            // reservation orders them too, but puts a locked instruction on every send.)
+            let tail = q.remote_tail_ordered();
             // SAFETY: this thread runs the queue (the token): the head is its alone.
             unsafe { q.pop_remote_until(tail, |d| self.push(d)) };
             return;

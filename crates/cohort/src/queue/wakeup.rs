@@ -252,12 +252,13 @@ impl SharedWakeup {
         self.flags.load(Acquire)
     }
 
-    /// The worker has read the remote half of the queue flagged by `bit` to its end: lowers
-    /// the flag. The worker then reads that queue's index with a read-modify-write
-    /// (`has_remote_after_lower`), which finds any push that saw the flag still up.
+    /// The worker has read the remote halves of the queues flagged by `which` to their ends:
+    /// lowers their flags. The worker then reads each such queue's index with a
+    /// read-modify-write (`has_remote_after_lower`), which finds any push that saw its flag
+    /// still up.
     #[inline]
-    pub(crate) fn lower(&self, bit: u8) {
-        self.flags.fetch_and(!bit, AcqRel);
+    pub(crate) fn lower(&self, which: u8) {
+        self.flags.fetch_and(!which, AcqRel);
     }
 
     /// Whether some queue is flagged, for the worker's look after it announced that it

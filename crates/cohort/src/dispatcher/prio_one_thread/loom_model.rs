@@ -82,7 +82,9 @@ fn strict_runs_every_push_once_without_lost_wakeups() {
 
 /// Two pushes to one queue: the second may find the queue's flag still up and skip both the
 /// flag and the wake-up, racing with the worker lowering that flag and reading the queue's
-/// index again. The model fails when the worker reads that index with a plain load.
+/// index again. (Under loom every look at a dedicated queue's state is a read-modify-write,
+/// `load_latest`, so the model cannot tell that read from a plain one: its order rests on
+/// the argument at `SharedWakeup`.)
 #[test]
 fn strict_a_push_that_finds_its_flag_up_is_run() {
     check(PrioMode::Strict, 1, 2);
