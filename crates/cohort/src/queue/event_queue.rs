@@ -37,7 +37,9 @@
 use super::block_pool::BlockPool;
 use super::local::Local;
 use super::local_ring::LocalRing;
+use super::pool_state::UNBOUND;
 use super::remote_blocks::{Head, Tail};
+use super::scheduled::Scheduled;
 use super::sender_epoch;
 use super::wakeup::{QueueWakeup, SharedWakeup, Wakeup};
 use crate::agent::demand::Demand;
@@ -69,7 +71,7 @@ pub(crate) trait QueueItem: Send + 'static {
 /// What a pool does with a queue that got work while idle: puts it on a run queue.
 pub(crate) trait Schedule<T: QueueItem>: Send + Sync {
     /// Makes `queue` run soon, on some worker of the pool.
-    fn schedule(&self, queue: Arc<EventQueue<T>>);
+    fn schedule(&self, queue: Scheduled<T>);
 }
 
 /// Who runs the queue, and so how a sender makes it run.
@@ -116,6 +118,10 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     pub(super) closed: AtomicBool,
     pub(super) senders: SendersLine<T>,
     pub(super) run: RunnerLine<T>,
+    /// Whether the pool's count of the queue was given back: the loom models check that no
+    /// hold borrows it afterwards, and that it goes once.
+    #[cfg(cohort_loom)]
+    pub(super) pool_count_gone: loom::sync::atomic::AtomicBool,
 }
 
 /// The part of an [`EventQueue`] that a sender writes, on a cache line of its own: the pool
@@ -131,15 +137,17 @@ pub(super) struct SendersLine<T: QueueItem> {
     ///
     /// [`SCHEDULED`]: super::pool_state::SCHEDULED
     pub(super) first: HandOffCell<MaybeUninit<T>>,
-    /// The remote half's write index (times [`ONE_PUSH`]) and flags: [`SENDERS_OWN`] and
-    /// [`SCHEDULED`] on a pool queue; [`SLEEPING`] and [`RETIRED`] on a queue run by a
-    /// dedicated thread.
+    /// The remote half's write index (times [`ONE_PUSH`]) and flags: [`SCHEDULED`],
+    /// [`SENDERS_OWN`], [`UNBOUND`] and [`RELEASE_AT_IDLE`] on a pool queue; [`SLEEPING`] and
+    /// [`RETIRED`] on a queue run by a dedicated thread.
     ///
     /// [`ONE_PUSH`]: super::pool_state::ONE_PUSH
+    /// [`RELEASE_AT_IDLE`]: super::pool_state::RELEASE_AT_IDLE
     /// [`RETIRED`]: super::pool_state::RETIRED
     /// [`SCHEDULED`]: super::pool_state::SCHEDULED
     /// [`SENDERS_OWN`]: super::pool_state::SENDERS_OWN
     /// [`SLEEPING`]: super::pool_state::SLEEPING
+    /// [`UNBOUND`]: super::pool_state::UNBOUND
     pub(super) state: AtomicU64,
     /// The remote half's senders' end (see [`Tail`]).
     pub(super) remote_tail: Tail<T>,
@@ -175,6 +183,7 @@ impl<T: QueueItem> EventQueue<T> {
                 wakeup: QueueWakeup::Own(Wakeup::new()),
             })),
             usize::MAX,
+            0,
         )
     }
 
@@ -186,15 +195,17 @@ impl<T: QueueItem> EventQueue<T> {
                 wakeup: QueueWakeup::Shared { group, bit },
             })),
             usize::MAX,
+            0,
         )
     }
 
-    /// A queue run by the workers of a pool, `max_demands_at_once` demands per turn.
+    /// A queue run by the workers of a pool, `max_demands_at_once` demands per turn; its
+    /// pool holds no count of it until [`hold_for_pool`](Self::hold_for_pool).
     pub(crate) fn pooled(scheduler: Arc<dyn Schedule<T>>, max_demands_at_once: usize) -> Arc<Self> {
-        Self::with_notifier(Notifier::Pool { scheduler }, max_demands_at_once)
+        Self::with_notifier(Notifier::Pool { scheduler }, max_demands_at_once, UNBOUND)
     }
 
-    fn with_notifier(notifier: Notifier<T>, max_demands_at_once: usize) -> Arc<Self> {
+    fn with_notifier(notifier: Notifier<T>, max_demands_at_once: usize, state: u64) -> Arc<Self> {
         // The pool's buffer is allocated with the first queue, before the heap grows: made
         // during a burst it would sit at the heap's top for good, and the allocator can give
         // back no memory below it once the burst is over.
@@ -206,7 +217,7 @@ impl<T: QueueItem> EventQueue<T> {
             closed: AtomicBool::new(false),
             senders: SendersLine {
                 first: HandOffCell::new(MaybeUninit::uninit()),
-                state: AtomicU64::new(0),
+                state: AtomicU64::new(state),
                 remote_tail: Tail::new(),
                 policy: PolicyWord::new(0),
                 has_first: HandOffCell::new(false),
@@ -215,6 +226,8 @@ impl<T: QueueItem> EventQueue<T> {
                 local: UnsafeCell::new(LocalRing::new()),
                 remote_head: Head::new(),
             },
+            #[cfg(cohort_loom)]
+            pool_count_gone: loom::sync::atomic::AtomicBool::new(false),
         })
     }
 

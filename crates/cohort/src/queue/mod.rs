@@ -10,6 +10,7 @@ pub(crate) mod loom_model;
 mod pool_state;
 mod remote_blocks;
 mod running;
+mod scheduled;
 pub(crate) mod sender_epoch;
 #[cfg(all(test, not(cohort_loom)))]
 pub(crate) mod test_item;
@@ -22,7 +23,9 @@ pub(crate) use event_queue::{EventQueue, QueueItem, Schedule};
 pub(crate) use local::Local;
 #[cfg(all(test, not(cohort_loom)))]
 pub(crate) use local_ring::KEPT_CAPACITY;
+pub(crate) use pool_state::TurnOutcome;
 pub(crate) use running::{RunningGuard, running_queue, runs_a_queue};
+pub(crate) use scheduled::Scheduled;
 
 /// Frees the blocks pooled for demand queues (see [`BlockPool`]).
 #[cfg(not(cohort_loom))]

@@ -6,8 +6,9 @@ use super::event_queue::{EventQueue, Notifier, QueueItem, Schedule};
 use super::local::Local;
 use super::remote_blocks::{self, Block};
 use super::running::RunningGuard;
+use super::scheduled::Scheduled;
 use super::wakeup::QueueWakeup;
-use crate::sync::{Backoff, arc_from_ref};
+use crate::sync::Backoff;
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::Arc;
@@ -34,9 +35,35 @@ pub(super) const RETIRED: u64 = SCHEDULED;
 /// costs no fence and no look at another line (queues whose worker serves a group wake it
 /// through [`SharedWakeup`](super::wakeup::SharedWakeup) instead, and never set it).
 pub(super) const SLEEPING: u64 = 4;
+/// Pool queue state flag: the queue's pool holds no strong count of it (a new queue until
+/// its pool takes one, [`EventQueue::hold_for_pool`]; an unbound one, whose pool gave it back
+/// or will at the end of the turn under way), so the sender that claims it takes a count of
+/// its own for its [`Scheduled`] hold instead of borrowing the pool's.
+pub(super) const UNBOUND: u64 = 8;
+/// Pool queue state flag: the queue was unbound while scheduled; the turn that leaves it idle
+/// clears the flag and gives back the pool's count (see [`TurnOutcome::Idle`]).
+pub(super) const RELEASE_AT_IDLE: u64 = 16;
+/// The flags that stay once set, whatever the turns do.
+const STICKY: u64 = SENDERS_OWN | UNBOUND | RELEASE_AT_IDLE;
 /// Queue state: the remote half's write index sits above the flags; one remote push
 /// adds this (see [`remote_blocks`]).
-pub(super) const ONE_PUSH: u64 = 8;
+pub(super) const ONE_PUSH: u64 = 32;
+
+/// How a pool queue's turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TurnOutcome {
+    /// The queue has more work, and this runner won the race to schedule it again.
+    Again,
+    /// The queue is idle. `release`: it was unbound during the scheduled time, and the
+    /// runner's [`Scheduled`] hold gives back the pool's count as it ends.
+    Idle {
+        /// Whether the pool's count goes with this turn's hold.
+        release: bool,
+    },
+    /// The queue stays scheduled, held by whoever the turn gave it to (`adv_thread_pool`'s
+    /// last thread-safe demand schedules it again).
+    HandedOver,
+}
 
 /// The remote half's write index in a state word.
 #[inline]
@@ -96,7 +123,8 @@ impl<T: QueueItem> EventQueue<T> {
                 if !next.is_null() {
                     self.run.remote_head.give_back(next);
                 }
-                scheduler.schedule(self.arc());
+                // SAFETY: the exchange above set SCHEDULED on a state with `UNBOUND` as read.
+                scheduler.schedule(unsafe { Scheduled::claimed(self, s & UNBOUND != 0) });
                 return;
             }
             match self.try_reserve(s, &mut next, &backoff, make) {
@@ -203,14 +231,6 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 
-    /// A new strong reference to this queue.
-    #[inline]
-    fn arc(&self) -> Arc<Self> {
-        // SAFETY: queues are only created inside an `Arc` (every constructor returns one) and
-        // `self` is alive.
-        unsafe { arc_from_ref(self) }
-    }
-
     /// Pops the remote half up to index `tail` (read from the state) into `f`, waiting for a
     /// sender between its reservation and its write (a few instructions, unless it was
     /// preempted there).
@@ -234,10 +254,57 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 
-    /// A pool swept this scheduled queue (its workers are gone): reject what it holds and
-    /// make it idle again, so that a later send finds it idle and is rejected in turn.
+    /// The pool takes its strong count of a new queue, which the [`Scheduled`] holds of the
+    /// queue then borrow, before any send can reach it; given back by
+    /// [`release_pool_hold`](Self::release_pool_hold).
+    pub(crate) fn hold_for_pool(self: &Arc<Self>) {
+        std::mem::forget(Arc::clone(self));
+        self.senders.state.fetch_and(!UNBOUND, Ordering::AcqRel);
+    }
+
+    /// The queue's last agent is unbound: its pool's count goes now if the queue is idle, else
+    /// with the hold of the turn that leaves it idle (a hold made after this owns a count).
+    /// Each queue's pool count goes once: a second call does nothing.
+    pub(crate) fn release_pool_hold(self: &Arc<Self>) {
+        let state = &self.senders.state;
+        let mut s = state.load(Ordering::Acquire);
+        loop {
+            if s & UNBOUND != 0 {
+                return;
+            }
+            let scheduled = s & SCHEDULED != 0;
+            let next = if scheduled {
+                s | UNBOUND | RELEASE_AT_IDLE
+            } else {
+                s | UNBOUND
+            };
+            match state.compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
+        }
+        if s & SCHEDULED == 0 {
+            #[cfg(cohort_loom)]
+            self.note_pool_count_gone();
+            // SAFETY: the count `hold_for_pool` took, given back once (UNBOUND was clear and
+            // is set now); idle, so no hold borrows it, and a claim from now on owns a count.
+            // The caller's `Arc` outlives the call.
+            unsafe { Arc::decrement_strong_count(Arc::as_ptr(self)) };
+        }
+    }
+
+    /// The loom models' check that the pool's count goes once.
+    #[cfg(cohort_loom)]
+    pub(super) fn note_pool_count_gone(&self) {
+        let gone = self.pool_count_gone.swap(true, Ordering::SeqCst);
+        assert!(!gone, "the pool's count of a queue was given back twice");
+    }
+
+    /// A pool swept this scheduled queue (its workers are gone; see [`Scheduled::abandon`]):
+    /// rejects what it holds and makes it idle again, so that a later send finds it idle and
+    /// is rejected in turn. Returns whether the pool's count goes with the caller's hold.
     #[cold]
-    pub(crate) fn abandon(&self) {
+    pub(super) fn reject_until_idle(&self) -> bool {
         loop {
             // SAFETY: the queue came out of a run queue (or a slot) of a pool whose workers
             // are gone: nobody runs it, and a sender claims it only once it is idle again
@@ -257,8 +324,9 @@ impl<T: QueueItem> EventQueue<T> {
             }
             // Idle only once the remote half is read up to an index that no push passed (as
             // a turn ends).
-            if !running.end_turn(false) {
-                return;
+            match running.end_turn(false) {
+                TurnOutcome::Idle { release } => return release,
+                TurnOutcome::Again | TurnOutcome::HandedOver => {}
             }
         }
     }
@@ -282,22 +350,23 @@ impl<T: QueueItem> EventQueue<T> {
 }
 
 impl<T: QueueItem> RunningGuard<'_, T> {
-    /// A pool worker ends its turn: returns true if the queue has more work and this caller
-    /// must schedule it again (it won the race to do so). `ran_local`: the turn ran demands
+    /// A pool worker ends its turn: [`TurnOutcome::Again`] if the queue has more work and
+    /// this caller must schedule it again (it won the race to do so), else
+    /// [`TurnOutcome::Idle`]. `ran_local`: the turn ran demands
     /// from the local half, which a burst of sends may have grown: if it is now empty, it
     /// gives back what it grew (a turn that ran only its claiming sender's demand leaves the
     /// half alone, and so pays nothing for the look).
-    pub(crate) fn end_turn(self, ran_local: bool) -> bool {
+    pub(crate) fn end_turn(self, ran_local: bool) -> TurnOutcome {
         let q = self.queue();
         // SAFETY (every block below): the guard makes this thread the queue's one runner until
         // the turn ends here, and the state, still SCHEDULED, lets no other runner start
         // (senders only claim or schedule an idle queue).
         let Notifier::Pool { .. } = &q.notifier else {
-            return false;
+            return TurnOutcome::Idle { release: false };
         };
         let local = self.local();
         if !local.is_empty() {
-            return true;
+            return TurnOutcome::Again;
         }
         if ran_local {
             local.release_spare();
@@ -312,12 +381,27 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         let head = unsafe { q.run.remote_head.index() };
         let busy = (head * ONE_PUSH) | SCHEDULED;
         match state.compare_exchange(busy, busy & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed) {
-            Ok(_) => false,
-            // Once the agents have begun to finish (rare: a second try, not a load per turn).
-            Err(now) if now == busy | SENDERS_OWN => state
-                .compare_exchange(now, now & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err(),
-            Err(_) => true,
+            Ok(_) => TurnOutcome::Idle { release: false },
+            // Once the agents have begun to finish or the queue is unbound (rare: a second
+            // try, not a load per turn). The turn that clears RELEASE_AT_IDLE is the one
+            // whose hold gives back the pool's count.
+            Err(now) if now & !STICKY == busy => {
+                let idle = now & !(SCHEDULED | RELEASE_AT_IDLE);
+                match state.compare_exchange(now, idle, Ordering::AcqRel, Ordering::Relaxed) {
+                    Ok(_) => TurnOutcome::Idle {
+                        release: now & RELEASE_AT_IDLE != 0,
+                    },
+                    Err(_) => TurnOutcome::Again,
+                }
+            }
+            Err(now) => {
+                // Only a holder of the scheduled queue ends its turns.
+                debug_assert!(now & SCHEDULED != 0, "a turn of an idle pool queue");
+                if now & SCHEDULED == 0 {
+                    return TurnOutcome::Idle { release: false };
+                }
+                TurnOutcome::Again
+            }
         }
     }
 }
@@ -354,18 +438,35 @@ impl<T: QueueItem> Local<'_, T> {
 
 #[cfg(all(test, not(cohort_loom)))]
 mod tests {
-    use crate::queue::{EventQueue, KEPT_CAPACITY, RunningGuard, Schedule};
+    use super::TurnOutcome;
+    use crate::queue::{EventQueue, KEPT_CAPACITY, QueueItem, RunningGuard, Schedule, Scheduled};
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
     use crate::queue::test_item::Item;
 
     /// Keeps what it is asked to schedule.
-    #[derive(Default)]
-    struct RunQueue(Mutex<Vec<Arc<EventQueue<Item<u32>>>>>);
+    struct RunQueue<T: QueueItem>(Mutex<Vec<Scheduled<T>>>);
 
-    impl Schedule<Item<u32>> for RunQueue {
-        fn schedule(&self, q: Arc<EventQueue<Item<u32>>>) {
+    impl<T: QueueItem> Default for RunQueue<T> {
+        fn default() -> Self {
+            Self(Mutex::new(Vec::new()))
+        }
+    }
+
+    impl<T: QueueItem> Schedule<T> for RunQueue<T> {
+        fn schedule(&self, q: Scheduled<T>) {
             self.0.lock().unwrap().push(q);
+        }
+    }
+
+    impl<T: QueueItem> RunQueue<T> {
+        fn take(&self) -> Scheduled<T> {
+            self.0
+                .lock()
+                .unwrap()
+                .pop()
+                .expect("the push scheduled the queue")
         }
     }
 
@@ -378,12 +479,8 @@ mod tests {
         let rq = Arc::new(RunQueue::default());
         let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
         q.push_remote(Item(0));
-        let scheduled =
-            rq.0.lock()
-                .unwrap()
-                .pop()
-                .expect("the push scheduled the queue");
-        assert!(Arc::ptr_eq(&scheduled, &q));
+        let scheduled = rq.take();
+        assert!(std::ptr::eq(&*scheduled, &*q));
         // SAFETY: this test took the queue from its run queue and is its one runner.
         let running = unsafe { RunningGuard::enter(&*scheduled) };
         let local = running.local();
@@ -394,16 +491,135 @@ mod tests {
         for i in 1..BURST {
             assert_eq!(local.pop(), Some(Item(i)));
         }
-        assert!(
+        assert_eq!(
             running.end_turn(true),
+            TurnOutcome::Again,
             "one demand left: the queue runs again"
         );
         // SAFETY: as above (the turn that follows).
         let running = unsafe { RunningGuard::enter(&*scheduled) };
         assert_eq!(running.local().pop(), Some(Item(BURST)));
-        assert!(!running.end_turn(true), "run dry: the queue goes idle");
-        drop(scheduled);
+        let end = running.end_turn(true);
+        assert_eq!(end, TurnOutcome::Idle { release: false }, "run dry: idle");
+        scheduled.went_idle(false);
         let q = Arc::get_mut(&mut q).expect("nothing else holds the queue");
         assert_eq!(q.local_capacity_for_test(), KEPT_CAPACITY);
+    }
+
+    /// Runs the one demand of a scheduled queue; returns how its turn ended.
+    fn run_one(s: &Scheduled<Item<u32>>, want: u32) -> TurnOutcome {
+        // SAFETY: the caller took `s` from its run queue and is the queue's one runner.
+        let running = unsafe { RunningGuard::enter(&**s) };
+        assert_eq!(running.local().take_first(), Some(Item(want)));
+        running.end_turn(false)
+    }
+
+    /// A push to the idle `q`, the turn that runs it and leaves `q` idle; returns the strong
+    /// count of `q` while it was scheduled.
+    fn one_cycle(q: &Arc<EventQueue<Item<u32>>>, rq: &RunQueue<Item<u32>>, i: u32) -> usize {
+        q.push_remote(Item(i));
+        let s = rq.take();
+        let held = Arc::strong_count(q);
+        assert_eq!(run_one(&s, i), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        held
+    }
+
+    /// While its pool holds it, a queue is scheduled and run without a count of its own; once
+    /// unbound, the pool's count goes (the queue is idle), and a claim takes a count that its
+    /// turn gives back.
+    #[test]
+    fn a_bound_queue_s_hand_off_moves_no_count() {
+        let rq = Arc::new(RunQueue::default());
+        let q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        q.hold_for_pool();
+        assert_eq!(Arc::strong_count(&q), 2, "the test's and the pool's");
+        assert_eq!(
+            one_cycle(&q, &rq, 0),
+            2,
+            "the hold borrows the pool's count"
+        );
+        assert_eq!(Arc::strong_count(&q), 2);
+        q.release_pool_hold();
+        assert_eq!(
+            Arc::strong_count(&q),
+            1,
+            "idle: the pool's count goes at once"
+        );
+        q.release_pool_hold();
+        assert_eq!(Arc::strong_count(&q), 1, "once");
+        assert_eq!(
+            one_cycle(&q, &rq, 1),
+            2,
+            "a claim after the unbind owns a count"
+        );
+        assert_eq!(Arc::strong_count(&q), 1);
+    }
+
+    /// Unbound while scheduled: the pool's count stays until the turn that leaves the queue
+    /// idle, whose hold gives it back; a turn that ends with work left keeps it.
+    #[test]
+    fn unbound_while_scheduled_the_turn_that_idles_gives_back_the_pool_s_count() {
+        let rq = Arc::new(RunQueue::default());
+        let q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        q.hold_for_pool();
+        q.push_remote(Item(0));
+        q.push_remote(Item(1));
+        let s = rq.take();
+        q.release_pool_hold();
+        assert_eq!(
+            Arc::strong_count(&q),
+            2,
+            "scheduled: the hold still borrows it"
+        );
+        assert_eq!(run_one(&s, 0), TurnOutcome::Again);
+        // SAFETY: as in `run_one` (the turn that follows).
+        let running = unsafe { RunningGuard::enter(&*s) };
+        let local = running.local();
+        local.drain_remote(4);
+        assert_eq!(local.pop(), Some(Item(1)));
+        let end = running.end_turn(true);
+        assert_eq!(end, TurnOutcome::Idle { release: true });
+        s.went_idle(true);
+        assert_eq!(Arc::strong_count(&q), 1);
+    }
+
+    /// An item that counts its rejection instead of failing the test.
+    #[derive(Debug)]
+    struct Rejectable(Arc<AtomicUsize>);
+
+    impl QueueItem for Rejectable {
+        type Early = ();
+
+        fn reject(self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A hold that no worker will run (its pool's workers are gone) rejects what the queue
+    /// holds, leaves it idle, and gives back the pool's count if the queue was unbound.
+    #[test]
+    fn an_abandoned_hold_rejects_everything_and_gives_back_the_pool_s_count() {
+        let rejected = Arc::new(AtomicUsize::new(0));
+        let rq = Arc::new(RunQueue::default());
+        let q = EventQueue::<Rejectable>::pooled(rq.clone(), 4);
+        q.hold_for_pool();
+        for _ in 0..3 {
+            q.push_remote(Rejectable(rejected.clone()));
+        }
+        let s = rq.take();
+        q.release_pool_hold();
+        s.abandon();
+        assert_eq!(rejected.load(Ordering::SeqCst), 3, "counted, not lost");
+        assert_eq!(
+            Arc::strong_count(&q),
+            1,
+            "the pool's count went with the hold"
+        );
+        // Idle again: a later send claims it.
+        q.push_remote(Rejectable(rejected.clone()));
+        rq.take().abandon();
+        assert_eq!(rejected.load(Ordering::SeqCst), 4);
+        assert_eq!(Arc::strong_count(&q), 1);
     }
 }

@@ -11,8 +11,9 @@ use super::{Pool, PoolPolicy, QueueRef, TurnEnd, WorkerCtx, take_from};
 use crate::agent::demand::Demand;
 use crate::defaults;
 use crate::dispatcher::Fifo;
-use crate::queue::{EventQueue, RunningGuard};
+use crate::queue::{EventQueue, RunningGuard, Scheduled, TurnOutcome};
 use crossbeam_deque::{Injector, Steal};
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// The flag in the in-flight count: the last thread-safe demand to finish schedules the queue.
@@ -28,7 +29,7 @@ pub(crate) struct Adv {
 
 /// A thread-safe demand and the queue it came from.
 struct Job {
-    queue: QueueRef,
+    queue: Arc<EventQueue>,
     demand: Demand,
 }
 
@@ -93,7 +94,7 @@ impl PoolPolicy for Adv {
                 // this queue; this turn goes on to the next demand.
                 shared_started(q);
                 pool.policy.jobs.push(Job {
-                    queue: q.clone(),
+                    queue: q.arc(),
                     demand: d,
                 });
                 pool.wake_one();
@@ -113,7 +114,7 @@ impl PoolPolicy for Adv {
                     return TurnEnd {
                         ran,
                         left,
-                        reschedule: false,
+                        next: TurnOutcome::HandedOver,
                     };
                 }
                 // They all finished meanwhile: the demand is first again.
@@ -128,7 +129,7 @@ impl PoolPolicy for Adv {
             ran,
             left,
             // Every demand of this turn went through the local half.
-            reschedule: running.end_turn(ran > 0),
+            next: running.end_turn(ran > 0),
         }
     }
 
@@ -154,7 +155,8 @@ impl PoolPolicy for Adv {
         };
         job.demand.run_shared();
         if shared_finished(&job.queue) {
-            pool.policy.injector.push(job.queue);
+            // Still scheduled (the turn that waited handed it over): this job's count holds it.
+            pool.policy.injector.push(Scheduled::from_arc(job.queue));
             pool.wake_one();
         }
         true

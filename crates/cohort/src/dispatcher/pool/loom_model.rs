@@ -6,7 +6,7 @@ use super::park::ForeverParked;
 use super::slot::Slot;
 use crate::queue::loom_model::LoomItem as Item;
 use crate::queue::wakeup::Wakeup;
-use crate::queue::{EventQueue, Schedule};
+use crate::queue::{EventQueue, Schedule, Scheduled};
 use loom::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::SeqCst;
@@ -14,8 +14,10 @@ use std::sync::atomic::Ordering::SeqCst;
 /// Counts how many times the queue was scheduled.
 struct Counted(AtomicUsize);
 impl Schedule<Item> for Counted {
-    fn schedule(&self, _: Arc<EventQueue<Item>>) {
+    fn schedule(&self, q: Scheduled<Item>) {
         self.0.fetch_add(1, SeqCst);
+        // The model checks the accounting, not the turn that follows.
+        q.hand_over();
     }
 }
 
@@ -42,7 +44,7 @@ fn shared_then_exclusive(jobs: usize) {
                     // SAFETY: the protocol under test keeps writers away.
                     agent.with(|a| assert_eq!(unsafe { *a }, 0));
                     if shared_finished(&q) {
-                        rq.schedule(q.clone());
+                        rq.schedule(Scheduled::from_arc(q.clone()));
                         // SAFETY: the protocol under test: the waiting runner is done.
                         put_back.with_mut(|p| unsafe {
                             assert!(*p, "the exclusive demand is back in the queue");
@@ -103,10 +105,14 @@ fn filled_slot_wakes_a_worker_parked_for_good() {
             loom::thread::spawn(move || {
                 wakeups[1].register_current();
                 parked.park(1, &wakeups[1], || slots[0].is_occupied());
-                slots[0].take().is_some()
+                slots[0].take().map(Scheduled::hand_over).is_some()
             })
         };
-        assert!(slots[0].put(EventQueue::new()).is_none());
+        assert!(
+            slots[0]
+                .put(Scheduled::from_arc(EventQueue::new()))
+                .is_none()
+        );
         parked.wake_others(0, &wakeups[..]);
         assert!(parker.join().unwrap(), "the parked worker took the queue");
     });

@@ -41,7 +41,7 @@ use crate::agent::demand::Demand;
 use crate::defaults;
 use crate::error::BindError;
 use crate::queue::wakeup::Wakeup;
-use crate::queue::{EventQueue, RunningGuard, Schedule};
+use crate::queue::{EventQueue, RunningGuard, Schedule, Scheduled, TurnOutcome};
 use crate::runtime::coop::CoopId;
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use crate::sync::{AtomicUsize, Ordering, fence};
@@ -58,7 +58,8 @@ use std::time::Instant;
 /// The `shut` flag in the bound-agents word.
 const SHUT: usize = 1 << (usize::BITS - 1);
 
-pub(crate) type QueueRef = Arc<EventQueue>;
+/// A scheduled queue, as run queues, slots and turns hold it (see [`Scheduled`]).
+pub(crate) type QueueRef = Scheduled;
 
 /// One pool: its workers' shared state.
 pub(crate) struct Pool<P: PoolPolicy> {
@@ -85,7 +86,7 @@ pub(crate) struct Pool<P: PoolPolicy> {
 
 #[derive(Default)]
 struct CoopQueues {
-    by_coop: HashMap<CoopId, (QueueRef, usize)>,
+    by_coop: HashMap<CoopId, (Arc<EventQueue>, usize)>,
     coop_of: HashMap<usize, CoopId>,
 }
 
@@ -206,10 +207,12 @@ impl<P: PoolPolicy> Pool<P> {
         Ok(pool)
     }
 
-    fn new_queue(&self, max_demands_at_once: usize) -> QueueRef {
+    fn new_queue(&self, max_demands_at_once: usize) -> Arc<EventQueue> {
         let scheduler: Arc<dyn Schedule<Demand>> =
             self.me.upgrade().expect("a pool outlives its binders");
         let q = EventQueue::pooled(scheduler, max_demands_at_once);
+        // Given back when its last agent is unbound (`PoolCore::unbind`).
+        q.hold_for_pool();
         self.policy.on_new_queue(&q);
         q
     }
@@ -490,8 +493,10 @@ impl<P: PoolPolicy> Pool<P> {
         self.slots[ctx.index].count_turn();
         P::begin_turn(self, ctx, &q);
         let end = P::turn(self, &q, measure);
-        if end.reschedule {
-            P::after_turn(self, ctx, q);
+        match end.next {
+            TurnOutcome::Again => P::after_turn(self, ctx, q),
+            TurnOutcome::Idle { release } => q.went_idle(release),
+            TurnOutcome::HandedOver => q.hand_over(),
         }
         (end.ran, end.left)
     }
@@ -531,11 +536,11 @@ impl<P: PoolPolicy> Pool<P> {
         TurnEnd {
             ran,
             left,
-            reschedule: running.end_turn(ran_local),
+            next: running.end_turn(ran_local),
         }
     }
 
-    fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<QueueRef, BindError> {
+    fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<Arc<EventQueue>, BindError> {
         let (fifo, max_demands_at_once) = match params {
             BindParams::Pool {
                 fifo,
@@ -576,7 +581,7 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
         &self.0.name
     }
 
-    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueRef, BindError> {
+    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<Arc<EventQueue>, BindError> {
         let pool = &self.0;
         if pool.bound.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
             pool.bound.fetch_sub(1, Ordering::AcqRel);
@@ -587,20 +592,31 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
         pool.bind_queue(params, coop)
     }
 
-    fn unbind(&self, queue: &QueueRef) {
+    fn unbind(&self, queue: &Arc<EventQueue>) {
         let pool = &self.0;
-        {
+        let last = {
             let mut cq = pool.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
             let key = Arc::as_ptr(queue) as usize;
-            if let Some(coop) = cq.coop_of.get(&key).copied()
-                && let Some((_, n)) = cq.by_coop.get_mut(&coop)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    cq.by_coop.remove(&coop);
-                    cq.coop_of.remove(&key);
-                }
+            match cq.coop_of.get(&key).copied() {
+                // A cooperation's queue: the last of its agents.
+                Some(coop) => match cq.by_coop.get_mut(&coop) {
+                    Some((_, n)) => {
+                        *n -= 1;
+                        let last = *n == 0;
+                        if last {
+                            cq.by_coop.remove(&coop);
+                            cq.coop_of.remove(&key);
+                        }
+                        last
+                    }
+                    None => false,
+                },
+                // An agent's own queue.
+                None => true,
             }
+        };
+        if last {
+            queue.release_pool_hold();
         }
         if pool.bound.fetch_sub(1, Ordering::AcqRel) == SHUT | 1 {
             pool.wake_all();

@@ -4,17 +4,16 @@
 
 use super::{Pool, QueueRef, WorkerCtx};
 use crate::dispatcher::Fifo;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, TurnOutcome};
 
-/// What a turn did: demands run, demands left (when measured), and whether the queue still
-/// has work and this worker must schedule it again.
+/// What a turn did: demands run, demands left (when measured), and what becomes of the
+/// queue.
 pub(crate) struct TurnEnd {
     pub(crate) ran: usize,
     pub(crate) left: usize,
-    /// The turn ended with work left and this worker won the race to schedule the queue
-    /// (false too when the turn gave the queue to whoever finishes its last thread-safe
-    /// demand: `adv_thread_pool`).
-    pub(crate) reschedule: bool,
+    /// Again: work left, and this worker won the race to schedule the queue; idle; or handed
+    /// over to whoever finishes its last thread-safe demand (`adv_thread_pool`).
+    pub(crate) next: TurnOutcome,
 }
 
 /// Where scheduled queues wait and which one a worker runs next.

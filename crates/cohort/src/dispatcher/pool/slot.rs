@@ -1,9 +1,8 @@
 //! A pool worker's LIFO slot: the queue this worker runs next.
 
 use super::QueueRef;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, Scheduled};
 use crate::sync::{AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Arc;
 
 /// A worker's LIFO slot: the queue a send from this worker just woke (or its own queue, when
 /// nothing else waits), run next by this worker. Another worker takes it only if it stays
@@ -11,7 +10,7 @@ use std::sync::Arc;
 /// [`defaults::SLOT_STEAL_AFTER`](crate::defaults::SLOT_STEAL_AFTER)): a handler that blocks
 /// does not strand the agents it woke, while ordinary hand-offs keep their cache affinity.
 pub(crate) struct Slot {
-    /// A queue owned by the slot (from `Arc::into_raw`), or null.
+    /// A queue held by the slot (from `Scheduled::into_raw`), or null.
     queue: AtomicPtr<EventQueue>,
     /// Turns started by the owner.
     turns: AtomicUsize,
@@ -30,10 +29,10 @@ impl Slot {
         let old = self
             .queue
             // SeqCst: ordered with a worker announcing it parks (see `wake_forever_parked`).
-            .swap(Arc::into_raw(q) as *mut EventQueue, Ordering::SeqCst);
-        // SAFETY: a non-null slot pointer always comes from `Arc::into_raw` above and is owned
-        // by the slot; the swap transferred it to us.
-        (!old.is_null()).then(|| unsafe { Arc::from_raw(old) })
+            .swap(q.into_raw(), Ordering::SeqCst);
+        // SAFETY: a non-null slot pointer always comes from `Scheduled::into_raw` above and is
+        // held by the slot; the swap transferred it to us.
+        (!old.is_null()).then(|| unsafe { Scheduled::from_raw(old) })
     }
 
     /// Takes the queue out of the slot.
@@ -43,7 +42,7 @@ impl Slot {
         }
         let old = self.queue.swap(std::ptr::null_mut(), Ordering::AcqRel);
         // SAFETY: as in `put`.
-        (!old.is_null()).then(|| unsafe { Arc::from_raw(old) })
+        (!old.is_null()).then(|| unsafe { Scheduled::from_raw(old) })
     }
 
     pub(crate) fn is_occupied(&self) -> bool {

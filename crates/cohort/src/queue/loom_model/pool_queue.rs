@@ -2,7 +2,7 @@
 //! one worker at a time, rescheduled by the worker that ends a turn with work left.
 
 use super::{LoomItem as Item, assert_fifo_per_producer, spawn_producers};
-use crate::queue::{EventQueue, RunningGuard, Schedule};
+use crate::queue::{EventQueue, RunningGuard, Schedule, Scheduled, TurnOutcome};
 use loom::sync::Mutex;
 use loom::sync::atomic::AtomicBool;
 use std::collections::VecDeque;
@@ -11,9 +11,9 @@ use std::sync::atomic::Ordering::SeqCst;
 
 /// A run queue of scheduled queues.
 #[derive(Default)]
-struct RunQueue(Mutex<VecDeque<Arc<EventQueue<Item>>>>);
+struct RunQueue(Mutex<VecDeque<Scheduled<Item>>>);
 impl Schedule<Item> for RunQueue {
-    fn schedule(&self, q: Arc<EventQueue<Item>>) {
+    fn schedule(&self, q: Scheduled<Item>) {
         self.0.lock().unwrap().push_back(q);
     }
 }
@@ -58,8 +58,10 @@ fn work(rq: &RunQueue, log: &Mutex<Vec<Item>>, in_turn: &AtomicBool) {
             None => loom::thread::yield_now(),
         }
         in_turn.store(false, SeqCst);
-        if running.end_turn(true) {
-            rq.schedule(q);
+        match running.end_turn(true) {
+            TurnOutcome::Again => rq.schedule(q),
+            TurnOutcome::Idle { release } => q.went_idle(release),
+            TurnOutcome::HandedOver => unreachable!("a plain turn hands nothing over"),
         }
     }
 }
@@ -81,6 +83,13 @@ impl Pooled {
             log: Arc::new(Mutex::new(Vec::new())),
             in_turn: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// A pooled queue that its pool holds (see `Scheduled`).
+    fn bound() -> Self {
+        let pooled = Self::new();
+        pooled.q.hold_for_pool();
+        pooled
     }
 
     /// A worker thread that runs turns until it finds nothing scheduled.
@@ -192,4 +201,37 @@ fn close_lending_with_one_push() {
 #[test]
 fn close_lending_with_two_pushes() {
     lending_closes(2);
+}
+
+/// The pool's count of a bound queue goes once, whenever the unbind comes: at once if the
+/// queue is idle, else with the hold of the turn that leaves it idle; no hold borrows it
+/// afterwards (the queue asserts both under loom), and every item runs.
+fn pool_count_goes_once(items: u8, workers: usize) {
+    model(move || {
+        let pooled = Pooled::bound();
+        let q = &pooled.q;
+        let senders = spawn_producers(q, 1, items);
+        let unbinder = {
+            let q = q.clone();
+            loom::thread::spawn(move || q.release_pool_hold())
+        };
+        let worker_threads: Vec<_> = (0..workers).map(|_| pooled.spawn_worker()).collect();
+        for t in senders.into_iter().chain([unbinder]).chain(worker_threads) {
+            t.join().unwrap();
+        }
+        let log = pooled.last_pass();
+        assert_fifo_per_producer(&log, 1, items);
+        assert!(q.pool_count_gone.load(SeqCst), "the pool's count went");
+        assert_eq!(Arc::strong_count(q), 1, "nothing else holds the queue");
+    });
+}
+
+#[test]
+fn pool_count_goes_once_with_one_push() {
+    pool_count_goes_once(1, 1);
+}
+
+#[test]
+fn pool_count_goes_once_with_two_pushes_and_two_workers() {
+    pool_count_goes_once(2, 2);
 }
