@@ -7,7 +7,7 @@
 //! `send` is a `match` over these, never a dynamic call, except into a custom mailbox.
 //!
 //! The path of one message: [`Mbox::send`] builds an [`Envelope`] and calls
-//! [`deliver`](super::deliver), which checks the agent's status, applies its message limits
+//! [`deliver`], which checks the agent's status, applies its message limits
 //! (`limits.rs`, if it has any) and pushes a demand to the agent's
 //! [`EventQueue`](crate::queue::EventQueue): its local half when the sender runs on that
 //! queue, else its remote half. The worker running the queue pops it and calls

@@ -27,9 +27,9 @@ pub(crate) enum DefineFailure {
 /// The agent-type-specific entry points, called through one dynamic call.
 pub(crate) trait ErasedBody: Send {
     fn handle(&mut self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope);
-    /// See [`AgentRef::is_thread_safe`].
+    /// See [`AgentRef::is_thread_safe`](super::AgentRef::is_thread_safe).
     fn is_thread_safe(&self, this: NonNull<DynCell>, mbox: MboxId, msg: &Envelope) -> bool;
-    /// See [`AgentRef::handle_shared`].
+    /// See [`AgentRef::handle_shared`](super::AgentRef::handle_shared).
     fn handle_shared(&self, this: NonNull<DynCell>, mbox: MboxId, msg: Envelope);
     fn start(&mut self, this: NonNull<DynCell>);
     fn finish(&mut self, this: NonNull<DynCell>);
@@ -63,7 +63,7 @@ pub(crate) struct AgentBody<A: Agent> {
     /// The agent's cooperation: set at registration, valid until the agent has finished
     /// (the cooperation outlives the handling of its agents' demands).
     pub(crate) coop: *const CoopInner,
-    /// Dropped right after `finish` (see [`AgentCell::release_agent`]).
+    /// Dropped right after `finish` (see [`AgentCell::release_agent`](super::AgentCell::release_agent)).
     pub(crate) agent: ManuallyDrop<A>,
 }
 

@@ -40,7 +40,7 @@ impl PoolBindParams {
     }
 
     /// How many demands a worker runs from one queue before it moves on (at least 1).
-    /// Default: [`defaults::MAX_DEMANDS_AT_ONCE`](crate::defaults::MAX_DEMANDS_AT_ONCE).
+    /// Default: [`defaults::MAX_DEMANDS_AT_ONCE`].
     pub fn max_demands_at_once(mut self, n: usize) -> Self {
         self.max_demands_at_once = Some(n);
         self
@@ -133,9 +133,9 @@ pub(crate) struct PoolParams {
 }
 
 impl PoolParams {
-    /// The defaults of a pool named `name`: [`defaults::pool_threads`](crate::defaults::pool_threads) workers (the machine's
-    /// available parallelism), [`defaults::WORKER_SPIN`](crate::defaults::WORKER_SPIN), and
-    /// [`defaults::HOME_QUEUE_INTERVAL`](crate::defaults::HOME_QUEUE_INTERVAL) and [`defaults::HOME_QUEUE_WAIT`](crate::defaults::HOME_QUEUE_WAIT) for
+    /// The defaults of a pool named `name`: [`defaults::pool_threads`] workers (the machine's
+    /// available parallelism), [`defaults::WORKER_SPIN`], and
+    /// [`defaults::HOME_QUEUE_INTERVAL`] and [`defaults::HOME_QUEUE_WAIT`] for
     /// `work_stealing`.
     pub(crate) fn named(name: &str) -> Self {
         Self {

@@ -107,7 +107,7 @@ impl EnvironmentBuilder {
     /// a [`WorkerSpin`](crate::WorkerSpin), or a `Duration` to spin exactly that long.
     /// Default: [`WorkerSpin::default`](crate::WorkerSpin::default), adaptive up to
     /// [`defaults::WORKER_SPIN`]. Checked by `start` (an invalid one fails it with
-    /// [`DispatcherError::InvalidParameter`](crate::DispatcherError::InvalidParameter)).
+    /// [`DispatcherError::InvalidParameter`]).
     pub fn worker_spin(mut self, spin: impl Into<crate::WorkerSpin>) -> Self {
         self.worker_spin = spin.into();
         self

@@ -55,7 +55,7 @@ impl EnvShared {
         }
     }
 
-    /// Starts (or restarts) the `cohort-stats` thread; see [`Environment::start_stats`].
+    /// Starts (or restarts) the `cohort-stats` thread; see [`Environment::start_stats`](crate::Environment::start_stats).
     pub(super) fn start_stats(
         self: &Arc<Self>,
         config: StatsConfig,
