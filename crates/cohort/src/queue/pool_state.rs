@@ -1,6 +1,8 @@
 //! The state word of a queue and what moves it: the claim of an idle pool queue by a sender,
 //! a remote push to a busy one (or to a queue run by a dedicated thread), the end of a turn,
-//! the finish step's close of lending, a dedicated worker's retirement.
+//! the finish step's close of lending, a dedicated worker's retirement, and the pool's count of
+//! a bound queue, which the [`Scheduled`] holds borrow, and its release once the queue is
+//! unbound and idle.
 
 use super::event_queue::{EventQueue, Notifier, QueueItem, Schedule};
 use super::local::Local;
@@ -514,6 +516,14 @@ mod tests {
         running.end_turn(false)
     }
 
+    /// A pooled queue that its pool holds, with the run queue its claims go to.
+    fn bound<T: QueueItem>() -> (Arc<RunQueue<T>>, Arc<EventQueue<T>>) {
+        let rq = Arc::new(RunQueue::default());
+        let q = EventQueue::<T>::pooled(rq.clone(), 4);
+        q.hold_for_pool();
+        (rq, q)
+    }
+
     /// A push to the idle `q`, the turn that runs it and leaves `q` idle; returns the strong
     /// count of `q` while it was scheduled.
     fn one_cycle(q: &Arc<EventQueue<Item<u32>>>, rq: &RunQueue<Item<u32>>, i: u32) -> usize {
@@ -530,9 +540,7 @@ mod tests {
     /// turn gives back.
     #[test]
     fn a_bound_queue_s_hand_off_moves_no_count() {
-        let rq = Arc::new(RunQueue::default());
-        let q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
-        q.hold_for_pool();
+        let (rq, q) = bound::<Item<u32>>();
         assert_eq!(Arc::strong_count(&q), 2, "the test's and the pool's");
         assert_eq!(
             one_cycle(&q, &rq, 0),
@@ -560,9 +568,7 @@ mod tests {
     /// idle, whose hold gives it back; a turn that ends with work left keeps it.
     #[test]
     fn unbound_while_scheduled_the_turn_that_idles_gives_back_the_pool_s_count() {
-        let rq = Arc::new(RunQueue::default());
-        let q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
-        q.hold_for_pool();
+        let (rq, q) = bound::<Item<u32>>();
         q.push_remote(Item(0));
         q.push_remote(Item(1));
         let s = rq.take();
@@ -601,9 +607,7 @@ mod tests {
     #[test]
     fn an_abandoned_hold_rejects_everything_and_gives_back_the_pool_s_count() {
         let rejected = Arc::new(AtomicUsize::new(0));
-        let rq = Arc::new(RunQueue::default());
-        let q = EventQueue::<Rejectable>::pooled(rq.clone(), 4);
-        q.hold_for_pool();
+        let (rq, q) = bound::<Rejectable>();
         for _ in 0..3 {
             q.push_remote(Rejectable(rejected.clone()));
         }
