@@ -110,6 +110,12 @@ pub const BALANCE_INTERVAL: usize = 16;
 /// that blocks does not strand the agent it just woke.
 pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
 
+/// How long an idle pool worker sleeps before it parks with no time limit. Parking for good
+/// costs a heavy fence (`membarrier`, which interrupts the other cores running the process),
+/// so a worker woken more often than this, by a trickle of messages, never pays it; a fill
+/// of another worker's LIFO slot that raced with this sleep is seen when it ends.
+pub const PARK_FOR_GOOD_AFTER: Duration = Duration::from_millis(10);
+
 /// How deep agent states can nest (a top-level state is at depth 0): SObjectizer's limit.
 /// Switching and looking up handlers walk at most this many parents.
 pub const MAX_STATE_DEPTH: usize = 16;

@@ -64,7 +64,7 @@ impl PoolPolicy for Adv {
     ) -> Option<QueueRef> {
         pool.take_own_slot(ctx, lifo_streak)
             .or_else(|| take_from(&pool.policy.injector))
-            .or_else(|| pool.slot(ctx.index).take())
+            .or_else(|| pool.own_slot(ctx).take())
             .or_else(|| pool.steal_stranded_slot(ctx))
     }
 

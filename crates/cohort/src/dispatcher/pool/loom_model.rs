@@ -1,12 +1,15 @@
-//! Loom models of the pool protocols: `adv_thread_pool`'s in-flight accounting, and the LIFO
-//! slot with the park of a worker that waits with no time limit.
+//! Loom models of the pool protocols: `adv_thread_pool`'s in-flight accounting, the LIFO
+//! slot's owner against a thief, and the slot with the park of a worker that waits with no
+//! time limit. Loom checks the symmetric fence pair (two `SeqCst` fences); the asymmetric
+//! pair orders the same accesses by `membarrier`'s contract, which loom cannot model.
 
 use super::adv::{shared_finished, shared_idle, shared_started, wait_for_shared};
 use super::park::ForeverParked;
-use super::slot::Slot;
+use super::slot::{OwnSlot, Slot, SlotOwner};
 use crate::queue::loom_model::LoomItem as Item;
 use crate::queue::wakeup::Wakeup;
 use crate::queue::{EventQueue, Schedule, Scheduled};
+use crossbeam_utils::CachePadded;
 use loom::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::SeqCst;
@@ -97,23 +100,77 @@ fn adv_exclusive_waits_for_two_shared_demands() {
 #[test]
 fn filled_slot_wakes_a_worker_parked_for_good() {
     loom::model(|| {
-        let slots = Arc::new([Slot::new(), Slot::new()]);
+        let slots = Arc::new(two_slots());
         let wakeups = Arc::new([Wakeup::new(), Wakeup::new()]);
         let parked = Arc::new(ForeverParked::new(2));
         let parker = {
             let (slots, wakeups, parked) = (slots.clone(), wakeups.clone(), parked.clone());
             loom::thread::spawn(move || {
                 wakeups[1].register_current();
-                parked.park(1, &wakeups[1], || slots[0].is_occupied());
-                slots[0].take().map(Scheduled::hand_over).is_some()
+                let any_light = || slots[0].owner_fence_is_light();
+                parked.park(1, &wakeups[1], any_light, || slots[0].is_occupied());
+                slots[0].steal().map(Scheduled::hand_over).is_some()
             })
         };
+        let owner = SlotOwner::new(0);
         assert!(
-            slots[0]
+            OwnSlot::of(&slots[..], &owner)
                 .put(Scheduled::from_arc(EventQueue::new()))
                 .is_none()
         );
         parked.wake_others(0, &wakeups[..]);
         assert!(parker.join().unwrap(), "the parked worker took the queue");
     });
+}
+
+fn two_slots() -> [CachePadded<Slot>; 2] {
+    [CachePadded::new(Slot::new()), CachePadded::new(Slot::new())]
+}
+
+/// The owner of a slot fills it and empties it, `rounds` times, with plain stores, while
+/// another worker tries to steal from it: every queue put there is taken exactly once, by
+/// one of the two (a queue taken twice would run on two workers at once; one taken by
+/// neither would be stranded).
+fn owner_and_thief(rounds: usize) {
+    loom::model(move || {
+        let slots = Arc::new(two_slots());
+        let thief = {
+            let slots = slots.clone();
+            loom::thread::spawn(move || {
+                (0..rounds)
+                    .filter_map(|_| slots[0].steal().map(Scheduled::into_raw))
+                    .map(|p| p.addr())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let owner = SlotOwner::new(0);
+        let own = OwnSlot::of(&slots[..], &owner);
+        let queues: Vec<Arc<EventQueue>> = (0..rounds).map(|_| EventQueue::new()).collect();
+        let mut taken = Vec::new();
+        for q in &queues {
+            assert!(own.put(Scheduled::from_arc(q.clone())).is_none());
+            taken.extend(own.take().map(|s| s.into_raw().addr()));
+        }
+        taken.extend(thief.join().unwrap());
+        taken.sort_unstable();
+        // `into_raw` tags the address of a hold that owns its count (each of these does).
+        let mut put: Vec<_> = queues.iter().map(|q| Arc::as_ptr(q).addr() | 1).collect();
+        put.sort_unstable();
+        assert_eq!(taken, put, "each queue taken once");
+        for (q, p) in queues.iter().zip(put) {
+            let p = Arc::as_ptr(q).cast_mut().with_addr(p);
+            // SAFETY: each came from `into_raw` once, checked above.
+            unsafe { Scheduled::from_raw(p) }.hand_over();
+        }
+    });
+}
+
+#[test]
+fn slot_owner_and_thief_take_one_queue_once() {
+    owner_and_thief(1);
+}
+
+#[test]
+fn slot_owner_and_thief_take_two_queues_once_each() {
+    owner_and_thief(2);
 }

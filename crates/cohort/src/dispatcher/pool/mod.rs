@@ -21,6 +21,7 @@
 //! each worker's [`Wakeup`]).
 
 mod adv;
+mod asymmetric_fence;
 #[cfg(all(test, cohort_loom))]
 mod loom_model;
 pub(crate) mod params;
@@ -48,7 +49,7 @@ use crate::sync::{AtomicUsize, Ordering, fence};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use park::ForeverParked;
-use slot::Slot;
+use slot::{OwnSlot, Slot, SlotOwner};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -93,6 +94,8 @@ struct CoopQueues {
 /// A pool worker's own state, reachable from its thread while it runs.
 pub(crate) struct WorkerCtx<P: PoolPolicy> {
     pub(crate) index: usize,
+    /// This worker's right to fill and empty its own slot with plain stores.
+    slot_owner: SlotOwner,
     pub(crate) local: Worker<QueueRef>,
     /// The queues displaced from this worker's slot by newer ones, newest on top.
     pub(crate) fresh: Worker<QueueRef>,
@@ -166,6 +169,7 @@ impl<P: PoolPolicy> Pool<P> {
             .collect();
         let stealers = locals.iter().map(|(l, _)| l.stealer()).collect();
         let fresh_stealers = locals.iter().map(|(_, f)| f.stealer()).collect();
+        asymmetric_fence::start_registration();
         let pool = Arc::new_cyclic(|me| Pool {
             name: name.clone(),
             policy,
@@ -237,10 +241,16 @@ impl<P: PoolPolicy> Pool<P> {
         ctx: &WorkerCtx<P>,
         lifo_streak: &mut usize,
     ) -> Option<QueueRef> {
-        within_streak(lifo_streak, || self.slots[ctx.index].take())
+        within_streak(lifo_streak, || self.own_slot(ctx).take())
     }
 
-    /// Worker `index`'s LIFO slot.
+    /// Worker `ctx`'s own LIFO slot, to fill and empty.
+    #[inline]
+    pub(crate) fn own_slot(&self, ctx: &WorkerCtx<P>) -> OwnSlot<'_> {
+        OwnSlot::of(&self.slots, &ctx.slot_owner)
+    }
+
+    /// Worker `index`'s LIFO slot, to look at or steal from.
     #[inline]
     pub(crate) fn slot(&self, index: usize) -> &Slot {
         &self.slots[index]
@@ -250,7 +260,7 @@ impl<P: PoolPolicy> Pool<P> {
     /// `w`'s LIFO deque.
     #[inline]
     pub(crate) fn put_in_slot(&self, w: &WorkerCtx<P>, q: QueueRef) {
-        match self.slots[w.index].put(q) {
+        match self.own_slot(w).put(q) {
             Some(prev) => {
                 w.fresh.push(prev);
                 self.wake_one();
@@ -268,7 +278,7 @@ impl<P: PoolPolicy> Pool<P> {
         q: QueueRef,
         overflow: &Injector<QueueRef>,
     ) {
-        if let Some(prev) = self.slots[w.index].put(q) {
+        if let Some(prev) = self.own_slot(w).put(q) {
             // Only this worker fills its slot, and it was empty: unreachable, but never lose
             // a queue.
             overflow.push(prev);
@@ -391,7 +401,7 @@ impl<P: PoolPolicy> Pool<P> {
                 Some((t, since)) if t == turn => {
                     if since.elapsed() >= defaults::SLOT_STEAL_AFTER {
                         watch[j] = None;
-                        if let Some(q) = slot.take() {
+                        if let Some(q) = slot.steal() {
                             return Some(q);
                         }
                     }
@@ -406,6 +416,7 @@ impl<P: PoolPolicy> Pool<P> {
         self.wakeups[index].register_current();
         let ctx = WorkerCtx::<P> {
             index,
+            slot_owner: SlotOwner::new(index),
             local,
             fresh,
             slot_watch: RefCell::new(vec![None; self.slots.len()]),
@@ -462,7 +473,7 @@ impl<P: PoolPolicy> Pool<P> {
             .local
             .pop()
             .or_else(|| ctx.fresh.pop())
-            .or_else(|| self.slots[index].take())
+            .or_else(|| self.own_slot(&ctx).take())
         {
             q.abandon();
         }
@@ -480,9 +491,16 @@ impl<P: PoolPolicy> Pool<P> {
                 crate::dispatcher::reuse::release_thread_caches();
                 self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
             } else {
-                self.parked_forever.park(index, &self.wakeups[index], || {
-                    work() || self.others_slots_occupied(index)
-                });
+                let any_light = || {
+                    self.slots
+                        .iter()
+                        .enumerate()
+                        .any(|(j, s)| j != index && s.owner_fence_is_light())
+                };
+                self.parked_forever
+                    .park(index, &self.wakeups[index], any_light, || {
+                        work() || self.others_slots_occupied(index)
+                    });
             }
         });
     }
@@ -490,7 +508,7 @@ impl<P: PoolPolicy> Pool<P> {
     /// Runs one turn of `q`, then schedules it again (as the policy says) if it has more.
     /// Returns how many demands ran and (when `measure`) how many are left in the queue.
     fn run_turn(&self, ctx: &WorkerCtx<P>, q: QueueRef, measure: bool) -> (usize, usize) {
-        self.slots[ctx.index].count_turn();
+        self.own_slot(ctx).count_turn();
         P::begin_turn(self, ctx, &q);
         let end = P::turn(self, &q, measure);
         match end.next {

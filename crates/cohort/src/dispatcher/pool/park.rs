@@ -2,6 +2,7 @@
 //! worker parked for good must look at the other workers' slots once more after each fill, to
 //! take a queue stranded there by a blocked owner (nobody else would wake it for that).
 
+use super::asymmetric_fence::heavy_fence;
 use crate::queue::wakeup::Wakeup;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering, fence};
 
@@ -19,20 +20,36 @@ impl ForeverParked {
         }
     }
 
-    /// Worker `index` parks on `wakeup` until `ready()` holds. Its SeqCst count increment and
-    /// the slot loads in `ready` pair with a filler's SeqCst slot swap and count load (see
-    /// [`wake_others`](Self::wake_others)): one of the two sees the other.
-    pub(crate) fn park(&self, index: usize, wakeup: &Wakeup, ready: impl Fn() -> bool) {
+    /// Worker `index` parks on `wakeup` until `ready()` holds: first for
+    /// [`PARK_FOR_GOOD_AFTER`](crate::defaults::PARK_FOR_GOOD_AFTER), then with no time
+    /// limit. Before that second sleep, its count increment, a heavy fence and the slot loads
+    /// in `ready` pair with a filler's slot store, owner's fence and count load (see
+    /// [`wake_others`](Self::wake_others)): one of the two sees the other. The first sleep
+    /// has no heavy fence: a fill that races with it is seen when it ends. `any_light` says
+    /// whether another slot's owner may fence with a compiler fence alone. (Loom, which
+    /// models both fences as `SeqCst` fences, cannot tell the heavy one from the fence in
+    /// `Wakeup::sleep`; against a filler's compiler fence only the heavy one counts.)
+    pub(crate) fn park(
+        &self,
+        index: usize,
+        wakeup: &Wakeup,
+        any_light: impl FnOnce() -> bool,
+        ready: impl Fn() -> bool,
+    ) {
         self.flags[index].store(true, Ordering::SeqCst);
         self.count.fetch_add(1, Ordering::SeqCst);
         crate::dispatcher::reuse::release_thread_caches();
-        wakeup.sleep(ready);
+        wakeup.sleep_timeout(crate::defaults::PARK_FOR_GOOD_AFTER, &ready);
+        if !ready() {
+            heavy_fence(any_light);
+            wakeup.sleep(ready);
+        }
         self.count.fetch_sub(1, Ordering::SeqCst);
         self.flags[index].store(false, Ordering::Relaxed);
     }
 
-    /// A LIFO slot of worker `filler` was filled (SeqCst): wakes every other worker parked
-    /// with no time limit, once, to watch it.
+    /// A LIFO slot of worker `filler` was filled (a store and the owner's fence, or a
+    /// `SeqCst` swap): wakes every other worker parked with no time limit, once, to watch it.
     #[inline]
     pub(crate) fn wake_others(&self, filler: usize, wakeups: &[Wakeup]) {
         // Loom models SeqCst loads and read-modify-writes as acquire/release, not as members

@@ -109,7 +109,7 @@ impl PoolPolicy for ThreadPool {
         ctx.local
             .pop()
             .or_else(|| take_from(&pool.policy.injector))
-            .or_else(|| pool.slot(ctx.index).take())
+            .or_else(|| pool.own_slot(ctx).take())
             .or_else(|| pool.steal_oldest(ctx))
             .or_else(|| pool.steal_stranded_slot(ctx))
     }

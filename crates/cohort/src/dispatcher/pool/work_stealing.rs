@@ -169,7 +169,7 @@ impl PoolPolicy for WorkStealing {
             .local
             .pop()
             .or_else(|| ctx.fresh.pop())
-            .or_else(|| pool.slot(ctx.index).take())
+            .or_else(|| pool.own_slot(ctx).take())
         {
             return Some(q);
         }
@@ -261,7 +261,7 @@ fn take_newest(
     streak: &mut usize,
 ) -> Option<QueueRef> {
     within_streak(streak, || {
-        pool.slot(ctx.index).take().or_else(|| ctx.fresh.pop())
+        pool.own_slot(ctx).take().or_else(|| ctx.fresh.pop())
     })
 }
 
