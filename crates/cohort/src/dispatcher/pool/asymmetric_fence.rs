@@ -7,9 +7,9 @@
 //!
 //! The process registers for `membarrier` once. In a process with one thread registering is
 //! a quick system call, so it is done before `main` (an `.init_array` entry); with more
-//! threads it waits for an RCU grace period (about 13 ms on the reference VM), which slowed
-//! the first 10-50 ms of a pool's work, so if the early registration did not happen (the
-//! linker may leave the entry out) the first pool starts it on a thread of its own. Until
+//! threads it waits for an RCU grace period, long enough to slow a pool's first work, so if
+//! the early registration did not happen (the linker may leave the entry out) the first pool
+//! starts it on a thread of its own. Until
 //! it is done, and where the kernel lacks it (or under valgrind or loom), both sides are
 //! `SeqCst` fences. Each slot switches once, by its owner, who announces it (a store between
 //! two `SeqCst` fences); a heavy fence reads that announcement after a `SeqCst` fence of its
@@ -37,9 +37,7 @@ static REGISTER_BEFORE_MAIN: extern "C" fn() = register_before_main;
 
 #[cfg(all(target_os = "linux", not(cohort_loom), not(test)))]
 extern "C" fn register_before_main() {
-    if register() {
-        REGISTERED.store(true, Ordering::Release);
-    }
+    register_and_note();
 }
 
 /// Starts the process's registration for `membarrier`, once, on a thread of its own, unless
@@ -54,14 +52,18 @@ pub(crate) fn start_registration() {
         STARTED.call_once(|| {
             let spawned = std::thread::Builder::new()
                 .name("cohort-membarrier".into())
-                .spawn(|| {
-                    if register() {
-                        REGISTERED.store(true, Ordering::Release);
-                    }
-                });
+                .spawn(register_and_note);
             // No thread, no registration: the fences stay symmetric.
             drop(spawned);
         });
+    }
+}
+
+/// Registers the process and notes it for the owners' fences.
+#[cfg(not(cohort_loom))]
+fn register_and_note() {
+    if register() {
+        REGISTERED.store(true, Ordering::Release);
     }
 }
 

@@ -361,6 +361,15 @@ impl<P: PoolPolicy> Pool<P> {
             .any(|(j, s)| j != index && s.is_occupied())
     }
 
+    /// Whether another worker's slot owner may fence with a compiler fence alone (then a
+    /// heavy fence against it must be `membarrier`).
+    fn others_fences_light(&self, index: usize) -> bool {
+        self.slots
+            .iter()
+            .enumerate()
+            .any(|(j, s)| j != index && s.owner_fence_is_light())
+    }
+
     /// The oldest queue of another worker's own FIFO (an idle worker's last resort).
     pub(crate) fn steal_oldest(&self, ctx: &WorkerCtx<P>) -> Option<QueueRef> {
         let n = self.stealers.len();
@@ -491,12 +500,7 @@ impl<P: PoolPolicy> Pool<P> {
                 crate::dispatcher::reuse::release_thread_caches();
                 self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
             } else {
-                let any_light = || {
-                    self.slots
-                        .iter()
-                        .enumerate()
-                        .any(|(j, s)| j != index && s.owner_fence_is_light())
-                };
+                let any_light = || self.others_fences_light(index);
                 self.parked_forever
                     .park(index, &self.wakeups[index], any_light, || {
                         work() || self.others_slots_occupied(index)

@@ -1,6 +1,7 @@
-//! How an idle pool worker parks with no time limit, and how filling a LIFO slot wakes it: a
-//! worker parked for good must look at the other workers' slots once more after each fill, to
-//! take a queue stranded there by a blocked owner (nobody else would wake it for that).
+//! How an idle pool worker parks (for a while, then with no time limit), and how filling a
+//! LIFO slot wakes it: a worker parked for good must look at the other workers' slots once
+//! more after each fill, to take a queue stranded there by a blocked owner (nobody else would
+//! wake it for that).
 
 use super::asymmetric_fence::heavy_fence;
 use crate::queue::wakeup::Wakeup;
