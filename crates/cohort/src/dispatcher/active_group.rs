@@ -10,7 +10,7 @@ use super::reuse::{thread_builder_setters, worker};
 use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
 use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, QueueArc};
 use crate::runtime::coop::CoopId;
 use crate::runtime::env::{EnvShared, Environment};
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
@@ -74,7 +74,7 @@ impl ActiveGroupHandle {
 }
 
 struct Group {
-    queue: Arc<EventQueue>,
+    queue: QueueArc,
     agents: usize,
     probe: Arc<WorkerProbe>,
 }
@@ -110,7 +110,7 @@ impl DispatcherCore for ActiveGroup {
         &self.name
     }
 
-    fn bind(&self, params: &BindParams, _: CoopId) -> Result<Arc<EventQueue>, BindError> {
+    fn bind(&self, params: &BindParams, _: CoopId) -> Result<QueueArc, BindError> {
         let group: Arc<str> = match params {
             BindParams::Group(g) => g.clone(),
             _ => Arc::from(self.name.as_str()),
@@ -165,12 +165,12 @@ impl DispatcherCore for ActiveGroup {
         Ok(queue)
     }
 
-    fn unbind(&self, queue: &Arc<EventQueue>) {
+    fn unbind(&self, queue: &QueueArc) {
         let mut st = self.state();
         let Some(name) = st
             .groups
             .iter()
-            .find(|(_, g)| Arc::ptr_eq(&g.queue, queue))
+            .find(|(_, g)| QueueArc::ptr_eq(&g.queue, queue))
             .map(|(n, _)| n.clone())
         else {
             return;

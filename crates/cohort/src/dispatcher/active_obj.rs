@@ -4,7 +4,7 @@ use super::reuse::{thread_builder_setters, worker};
 use super::{DispatcherCore, DispatcherHandle};
 use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, QueueArc};
 use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use std::sync::{Arc, Mutex};
@@ -80,7 +80,7 @@ impl DispatcherCore for ActiveObj {
         &self,
         _: &super::BindParams,
         _: crate::runtime::coop::CoopId,
-    ) -> Result<Arc<EventQueue>, BindError> {
+    ) -> Result<QueueArc, BindError> {
         let mut st = self.state();
         if st.shut {
             return Err(BindError::DispatcherShutDown {
@@ -103,7 +103,7 @@ impl DispatcherCore for ActiveObj {
         Ok(queue)
     }
 
-    fn unbind(&self, queue: &Arc<EventQueue>) {
+    fn unbind(&self, queue: &QueueArc) {
         queue.close();
     }
 

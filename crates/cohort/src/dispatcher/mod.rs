@@ -79,7 +79,7 @@ pub(crate) enum BindParams {
 }
 
 use crate::error::BindError;
-use crate::queue::EventQueue;
+use crate::queue::QueueArc;
 use std::fmt;
 use std::sync::Arc;
 
@@ -89,9 +89,9 @@ pub(crate) trait DispatcherCore: Send + Sync {
     /// The dispatcher's name.
     fn name(&self) -> &str;
     /// Binds one agent of cooperation `coop`: returns the queue its demands go to.
-    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<Arc<EventQueue>, BindError>;
+    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError>;
     /// The agent bound to `queue` has finished.
-    fn unbind(&self, queue: &Arc<EventQueue>);
+    fn unbind(&self, queue: &QueueArc);
     /// Refuses new bindings; worker threads exit once their agents are gone.
     fn shutdown(&self);
     /// Joins the worker threads (after `shutdown`, once their agents are gone).
@@ -108,11 +108,11 @@ pub struct Binder {
 }
 
 impl Binder {
-    pub(crate) fn bind(&self, coop: CoopId) -> Result<Arc<EventQueue>, BindError> {
+    pub(crate) fn bind(&self, coop: CoopId) -> Result<QueueArc, BindError> {
         self.core.bind(&self.params, coop)
     }
 
-    pub(crate) fn unbind(&self, q: &Arc<EventQueue>) {
+    pub(crate) fn unbind(&self, q: &QueueArc) {
         self.core.unbind(q)
     }
 

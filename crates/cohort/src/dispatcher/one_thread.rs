@@ -6,7 +6,7 @@ use super::reuse::worker;
 use super::{DispatcherCore, DispatcherHandle};
 use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, QueueArc};
 use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::{Arc, Mutex};
@@ -74,7 +74,7 @@ impl OneThreadBuilder {
 
 struct OneThread {
     name: String,
-    queue: Arc<EventQueue>,
+    queue: QueueArc,
     bound: BoundCount,
     probe: Arc<WorkerProbe>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -89,7 +89,7 @@ impl DispatcherCore for OneThread {
         &self,
         _: &super::BindParams,
         _: crate::runtime::coop::CoopId,
-    ) -> Result<Arc<EventQueue>, BindError> {
+    ) -> Result<QueueArc, BindError> {
         if !self.bound.bind(|| self.queue.close()) {
             return Err(BindError::DispatcherShutDown {
                 name: self.name.clone(),
@@ -98,7 +98,7 @@ impl DispatcherCore for OneThread {
         Ok(self.queue.clone())
     }
 
-    fn unbind(&self, _queue: &Arc<EventQueue>) {
+    fn unbind(&self, _queue: &QueueArc) {
         self.bound.unbind(|| self.queue.close());
     }
 

@@ -6,14 +6,14 @@ use super::reuse::bound_count::BoundCount;
 use super::{BindParams, DispatcherCore};
 use crate::agent::cell::{DynCell, NEW};
 use crate::error::BindError;
-use crate::queue::{EventQueue, RunningGuard};
+use crate::queue::{EventQueue, QueueArc, RunningGuard};
 use crate::runtime::coop::CoopId;
 use crate::stats::DispatcherStats;
 use std::sync::Arc;
 
 /// The core of a `test_thread` dispatcher.
 pub(crate) struct TestThread {
-    queue: Arc<EventQueue>,
+    queue: QueueArc,
     bound: BoundCount,
 }
 
@@ -56,7 +56,7 @@ impl TestThread {
         }
         // SAFETY: the status left `NEW` (acquire load above), so the queue is bound.
         let q = unsafe { cell.header.queue_arc() };
-        if !Arc::ptr_eq(q, &self.queue) {
+        if !QueueArc::ptr_eq(q, &self.queue) {
             return None;
         }
         // SAFETY: the agent's demands run only in `step`, on this thread (the caller), and no
@@ -70,7 +70,7 @@ impl DispatcherCore for TestThread {
         "test_thread"
     }
 
-    fn bind(&self, _: &BindParams, _: CoopId) -> Result<Arc<EventQueue>, BindError> {
+    fn bind(&self, _: &BindParams, _: CoopId) -> Result<QueueArc, BindError> {
         if !self.bound.bind(|| self.queue.close()) {
             return Err(BindError::DispatcherShutDown {
                 name: "test_thread".into(),
@@ -79,7 +79,7 @@ impl DispatcherCore for TestThread {
         Ok(self.queue.clone())
     }
 
-    fn unbind(&self, _: &Arc<EventQueue>) {
+    fn unbind(&self, _: &QueueArc) {
         self.bound.unbind(|| self.queue.close());
     }
 

@@ -38,6 +38,7 @@ use super::block_pool::BlockPool;
 use super::local::Local;
 use super::local_ring::LocalRing;
 use super::pool_state::UNBOUND;
+use super::queue_arc::{QueueArc, RefCount};
 use super::remote_blocks::{Head, Tail};
 use super::scheduled::Scheduled;
 use super::sender_epoch;
@@ -108,6 +109,8 @@ pub(crate) type PolicyWord = loom::sync::atomic::AtomicU32;
 /// blocks come with its first remote push.
 #[repr(C)]
 pub(crate) struct EventQueue<T: QueueItem = Demand> {
+    /// The queue's strong count (see [`QueueArc`]).
+    pub(super) refs: RefCount,
     pub(super) notifier: Notifier<T>,
     /// Messages that reached an agent before its `start` ran, by cell address, replayed right
     /// after `start` (rare: kept here rather than in every agent).
@@ -176,8 +179,12 @@ unsafe impl<T: QueueItem> Send for EventQueue<T> {}
 
 impl<T: QueueItem> EventQueue<T> {
     /// A queue run by a dedicated worker thread. (Every constructor returns the queue in its
-    /// `Arc`: a claiming sender hands the queue to a run queue from `&self`.)
-    pub(crate) fn new() -> Arc<Self> {
+    /// [`QueueArc`]: a claiming sender hands the queue to a run queue from `&self`.)
+    #[expect(
+        clippy::new_ret_no_self,
+        reason = "a queue is only ever made inside its QueueArc"
+    )]
+    pub(crate) fn new() -> QueueArc<T> {
         Self::with_notifier(
             Notifier::Thread(Box::new(ThreadSide {
                 wakeup: QueueWakeup::Own(Wakeup::new()),
@@ -189,7 +196,7 @@ impl<T: QueueItem> EventQueue<T> {
 
     /// A queue run by a dedicated worker thread that runs the other queues of `group` too;
     /// a push from another thread sets `bit` in the group's flags before it wakes the worker.
-    pub(crate) fn in_group(group: Arc<SharedWakeup>, bit: u8) -> Arc<Self> {
+    pub(crate) fn in_group(group: Arc<SharedWakeup>, bit: u8) -> QueueArc<T> {
         Self::with_notifier(
             Notifier::Thread(Box::new(ThreadSide {
                 wakeup: QueueWakeup::Shared { group, bit },
@@ -200,17 +207,21 @@ impl<T: QueueItem> EventQueue<T> {
     }
 
     /// A queue run by the workers of a pool, `max_demands_at_once` demands per turn; its
-    /// pool holds no count of it until [`hold_for_pool`](Self::hold_for_pool).
-    pub(crate) fn pooled(scheduler: Arc<dyn Schedule<T>>, max_demands_at_once: usize) -> Arc<Self> {
+    /// pool holds no count of it until [`hold_for_pool`](QueueArc::hold_for_pool).
+    pub(crate) fn pooled(
+        scheduler: Arc<dyn Schedule<T>>,
+        max_demands_at_once: usize,
+    ) -> QueueArc<T> {
         Self::with_notifier(Notifier::Pool { scheduler }, max_demands_at_once, UNBOUND)
     }
 
-    fn with_notifier(notifier: Notifier<T>, max_demands_at_once: usize, state: u64) -> Arc<Self> {
+    fn with_notifier(notifier: Notifier<T>, max_demands_at_once: usize, state: u64) -> QueueArc<T> {
         // The pool's buffer is allocated with the first queue, before the heap grows: made
         // during a burst it would sit at the heap's top for good, and the allocator can give
         // back no memory below it once the burst is over.
         let _ = T::block_pool();
-        Arc::new(Self {
+        QueueArc::new(Self {
+            refs: RefCount::one(),
             notifier,
             early: UnsafeCell::new(Vec::new()),
             max_demands_at_once: u32::try_from(max_demands_at_once).unwrap_or(u32::MAX),

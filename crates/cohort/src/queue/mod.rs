@@ -8,6 +8,7 @@ mod local_ring;
 #[cfg(all(test, cohort_loom))]
 pub(crate) mod loom_model;
 mod pool_state;
+mod queue_arc;
 mod remote_blocks;
 mod running;
 mod scheduled;
@@ -24,6 +25,7 @@ pub(crate) use local::Local;
 #[cfg(all(test, not(cohort_loom)))]
 pub(crate) use local_ring::KEPT_CAPACITY;
 pub(crate) use pool_state::TurnOutcome;
+pub(crate) use queue_arc::QueueArc;
 pub(crate) use running::{RunningGuard, running_queue, runs_a_queue};
 pub(crate) use scheduled::Scheduled;
 

@@ -6,6 +6,7 @@
 
 use super::event_queue::{EventQueue, Notifier, QueueItem, Schedule};
 use super::local::Local;
+use super::queue_arc::QueueArc;
 use super::remote_blocks::{self, Block};
 use super::running::RunningGuard;
 use super::scheduled::Scheduled;
@@ -13,7 +14,6 @@ use super::wakeup::QueueWakeup;
 use crate::sync::Backoff;
 use std::mem::MaybeUninit;
 use std::ptr;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// Pool queue state flag: the queue is in a run queue, a LIFO slot or a worker's turn, and
@@ -38,7 +38,7 @@ pub(super) const RETIRED: u64 = SCHEDULED;
 /// through [`SharedWakeup`](super::wakeup::SharedWakeup) instead, and never set it).
 pub(super) const SLEEPING: u64 = 4;
 /// Pool queue state flag: the queue's pool holds no strong count of it (a new queue until
-/// its pool takes one, [`EventQueue::hold_for_pool`]; an unbound one, whose pool gave it back
+/// its pool takes one, [`QueueArc::hold_for_pool`]; an unbound one, whose pool gave it back
 /// or will at the end of the turn under way), so the sender that claims it takes a count of
 /// its own for its [`Scheduled`] hold instead of borrowing the pool's.
 pub(super) const UNBOUND: u64 = 8;
@@ -256,45 +256,6 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 
-    /// The pool takes its strong count of a new queue, which the [`Scheduled`] holds of the
-    /// queue then borrow, before any send can reach it; given back by
-    /// [`release_pool_hold`](Self::release_pool_hold).
-    pub(crate) fn hold_for_pool(self: &Arc<Self>) {
-        std::mem::forget(Arc::clone(self));
-        self.senders.state.fetch_and(!UNBOUND, Ordering::AcqRel);
-    }
-
-    /// The queue's last agent is unbound: its pool's count goes now if the queue is idle, else
-    /// with the hold of the turn that leaves it idle (a hold made after this owns a count).
-    /// Each queue's pool count goes once: a second call does nothing.
-    pub(crate) fn release_pool_hold(self: &Arc<Self>) {
-        let state = &self.senders.state;
-        let mut s = state.load(Ordering::Acquire);
-        loop {
-            if s & UNBOUND != 0 {
-                return;
-            }
-            let scheduled = s & SCHEDULED != 0;
-            let next = if scheduled {
-                s | UNBOUND | RELEASE_AT_IDLE
-            } else {
-                s | UNBOUND
-            };
-            match state.compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => break,
-                Err(now) => s = now,
-            }
-        }
-        if s & SCHEDULED == 0 {
-            #[cfg(cohort_loom)]
-            self.note_pool_count_gone();
-            // SAFETY: the count `hold_for_pool` took, given back once (UNBOUND was clear and
-            // is set now); idle, so no hold borrows it, and a claim from now on owns a count.
-            // The caller's `Arc` outlives the call.
-            unsafe { Arc::decrement_strong_count(Arc::as_ptr(self)) };
-        }
-    }
-
     /// The loom models' check that the pool's count goes once.
     #[cfg(cohort_loom)]
     pub(super) fn note_pool_count_gone(&self) {
@@ -348,6 +309,47 @@ impl<T: QueueItem> EventQueue<T> {
     #[inline]
     pub(super) fn remote_tail_ordered(&self) -> u64 {
         tail_index(self.senders.state.fetch_or(0, Ordering::AcqRel))
+    }
+}
+
+impl<T: QueueItem> QueueArc<T> {
+    /// The pool takes its strong count of a new queue, which the [`Scheduled`] holds of the
+    /// queue then borrow, before any send can reach it; given back by
+    /// [`release_pool_hold`](QueueArc::release_pool_hold).
+    pub(crate) fn hold_for_pool(&self) {
+        QueueArc::forget_one(self);
+        self.senders.state.fetch_and(!UNBOUND, Ordering::AcqRel);
+    }
+
+    /// The queue's last agent is unbound: its pool's count goes now if the queue is idle, else
+    /// with the hold of the turn that leaves it idle (a hold made after this owns a count).
+    /// Each queue's pool count goes once: a second call does nothing.
+    pub(crate) fn release_pool_hold(&self) {
+        let state = &self.senders.state;
+        let mut s = state.load(Ordering::Acquire);
+        loop {
+            if s & UNBOUND != 0 {
+                return;
+            }
+            let scheduled = s & SCHEDULED != 0;
+            let next = if scheduled {
+                s | UNBOUND | RELEASE_AT_IDLE
+            } else {
+                s | UNBOUND
+            };
+            match state.compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
+        }
+        if s & SCHEDULED == 0 {
+            #[cfg(cohort_loom)]
+            self.note_pool_count_gone();
+            // SAFETY: the count `hold_for_pool` took, given back once (UNBOUND was clear and
+            // is set now); idle, so no hold borrows it, and a claim from now on owns a count.
+            // This reference outlives the call.
+            drop(unsafe { QueueArc::from_raw(QueueArc::as_ptr(self)) });
+        }
     }
 }
 
@@ -441,7 +443,9 @@ impl<T: QueueItem> Local<'_, T> {
 #[cfg(all(test, not(cohort_loom)))]
 mod tests {
     use super::TurnOutcome;
-    use crate::queue::{EventQueue, KEPT_CAPACITY, QueueItem, RunningGuard, Schedule, Scheduled};
+    use crate::queue::{
+        EventQueue, KEPT_CAPACITY, QueueArc, QueueItem, RunningGuard, Schedule, Scheduled,
+    };
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
@@ -504,7 +508,7 @@ mod tests {
         let end = running.end_turn(true);
         assert_eq!(end, TurnOutcome::Idle { release: false }, "run dry: idle");
         scheduled.went_idle(false);
-        let q = Arc::get_mut(&mut q).expect("nothing else holds the queue");
+        let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
         assert_eq!(q.local_capacity_for_test(), KEPT_CAPACITY);
     }
 
@@ -517,7 +521,7 @@ mod tests {
     }
 
     /// A pooled queue that its pool holds, with the run queue its claims go to.
-    fn bound<T: QueueItem>() -> (Arc<RunQueue<T>>, Arc<EventQueue<T>>) {
+    fn bound<T: QueueItem>() -> (Arc<RunQueue<T>>, QueueArc<T>) {
         let rq = Arc::new(RunQueue::default());
         let q = EventQueue::<T>::pooled(rq.clone(), 4);
         q.hold_for_pool();
@@ -526,10 +530,10 @@ mod tests {
 
     /// A push to the idle `q`, the turn that runs it and leaves `q` idle; returns the strong
     /// count of `q` while it was scheduled.
-    fn one_cycle(q: &Arc<EventQueue<Item<u32>>>, rq: &RunQueue<Item<u32>>, i: u32) -> usize {
+    fn one_cycle(q: &QueueArc<Item<u32>>, rq: &RunQueue<Item<u32>>, i: u32) -> usize {
         q.push_remote(Item(i));
         let s = rq.take();
-        let held = Arc::strong_count(q);
+        let held = QueueArc::strong_count(q);
         assert_eq!(run_one(&s, i), TurnOutcome::Idle { release: false });
         s.went_idle(false);
         held
@@ -541,27 +545,27 @@ mod tests {
     #[test]
     fn a_bound_queue_s_hand_off_moves_no_count() {
         let (rq, q) = bound::<Item<u32>>();
-        assert_eq!(Arc::strong_count(&q), 2, "the test's and the pool's");
+        assert_eq!(QueueArc::strong_count(&q), 2, "the test's and the pool's");
         assert_eq!(
             one_cycle(&q, &rq, 0),
             2,
             "the hold borrows the pool's count"
         );
-        assert_eq!(Arc::strong_count(&q), 2);
+        assert_eq!(QueueArc::strong_count(&q), 2);
         q.release_pool_hold();
         assert_eq!(
-            Arc::strong_count(&q),
+            QueueArc::strong_count(&q),
             1,
             "idle: the pool's count goes at once"
         );
         q.release_pool_hold();
-        assert_eq!(Arc::strong_count(&q), 1, "once");
+        assert_eq!(QueueArc::strong_count(&q), 1, "once");
         assert_eq!(
             one_cycle(&q, &rq, 1),
             2,
             "a claim after the unbind owns a count"
         );
-        assert_eq!(Arc::strong_count(&q), 1);
+        assert_eq!(QueueArc::strong_count(&q), 1);
     }
 
     /// Unbound while scheduled: the pool's count stays until the turn that leaves the queue
@@ -574,7 +578,7 @@ mod tests {
         let s = rq.take();
         q.release_pool_hold();
         assert_eq!(
-            Arc::strong_count(&q),
+            QueueArc::strong_count(&q),
             2,
             "scheduled: the hold still borrows it"
         );
@@ -587,7 +591,7 @@ mod tests {
         let end = running.end_turn(true);
         assert_eq!(end, TurnOutcome::Idle { release: true });
         s.went_idle(true);
-        assert_eq!(Arc::strong_count(&q), 1);
+        assert_eq!(QueueArc::strong_count(&q), 1);
     }
 
     /// An item that counts its rejection instead of failing the test.
@@ -616,7 +620,7 @@ mod tests {
         s.abandon();
         assert_eq!(rejected.load(Ordering::SeqCst), 3, "counted, not lost");
         assert_eq!(
-            Arc::strong_count(&q),
+            QueueArc::strong_count(&q),
             1,
             "the pool's count went with the hold"
         );
@@ -624,6 +628,6 @@ mod tests {
         q.push_remote(Rejectable(rejected.clone()));
         rq.take().abandon();
         assert_eq!(rejected.load(Ordering::SeqCst), 4);
-        assert_eq!(Arc::strong_count(&q), 1);
+        assert_eq!(QueueArc::strong_count(&q), 1);
     }
 }

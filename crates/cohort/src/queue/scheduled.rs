@@ -4,17 +4,17 @@
 //! A pool queue goes from idle to scheduled when a sender claims it, and back when a turn
 //! reads it dry; in between exactly one party holds it (a run queue, a LIFO slot, a worker in
 //! its turn), through a `Scheduled`. While the queue is bound, its pool keeps one strong count
-//! of it ([`EventQueue::hold_for_pool`]), given back once the queue is unbound and idle; a
+//! of it ([`QueueArc::hold_for_pool`]), given back once the queue is unbound and idle; a
 //! `Scheduled` made while the queue is bound borrows that count. So a hand-off to a pool
 //! moves no reference count, whose line would otherwise go to the sender's core and back to
 //! the runner's at every wake-up. A claim after the queue is unbound takes a count of its own.
 
 use super::event_queue::{EventQueue, QueueItem};
+use super::queue_arc::QueueArc;
 use crate::agent::demand::Demand;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 /// The tag of a `Scheduled` that owns a strong count: a queue is aligned to a cache line, so
 /// the low bits of its address are free.
@@ -25,11 +25,11 @@ const OWNS: usize = 1;
 /// [`went_idle`](Self::went_idle); dropped any other way (the pool's workers are gone), it
 /// rejects what the queue holds and leaves it idle, so nothing is lost unseen.
 pub(crate) struct Scheduled<T: QueueItem = Demand> {
-    /// The queue's address (an `Arc`'s data), tagged with [`OWNS`].
+    /// The queue's address, tagged with [`OWNS`].
     tagged: NonNull<EventQueue<T>>,
 }
 
-// SAFETY: a `Scheduled` stands for a shared reference to a `Sync + Send` queue, or an `Arc` of
+// SAFETY: a `Scheduled` stands for a shared reference to a `Sync + Send` queue, or a `QueueArc` of
 // it, and is moved between the threads of a pool as either would be.
 unsafe impl<T: QueueItem> Send for Scheduled<T> {}
 
@@ -44,8 +44,7 @@ impl<T: QueueItem> Scheduled<T> {
     #[inline]
     pub(super) unsafe fn claimed(q: &EventQueue<T>, unbound: bool) -> Self {
         if unbound {
-            // SAFETY: the sender reaches `q` through a strong reference (its agent's cell).
-            return Self::from_arc(unsafe { crate::sync::arc_from_ref(q) });
+            return Self::from_arc(QueueArc::from_ref(q));
         }
         Scheduled {
             tagged: NonNull::from(q),
@@ -54,10 +53,10 @@ impl<T: QueueItem> Scheduled<T> {
 
     /// A hold that owns the count `q` is (`adv_thread_pool`'s last thread-safe demand
     /// schedules its queue again this way; tests).
-    pub(crate) fn from_arc(q: Arc<EventQueue<T>>) -> Self {
-        let p = Arc::into_raw(q).cast_mut();
+    pub(crate) fn from_arc(q: QueueArc<T>) -> Self {
+        let p = QueueArc::into_raw(q).cast_mut();
         Scheduled {
-            // SAFETY: from `Arc::into_raw`, so not null; the tag keeps it not null.
+            // SAFETY: from `QueueArc::into_raw`, so not null; the tag keeps it not null.
             tagged: unsafe { NonNull::new_unchecked(p.map_addr(|a| a | OWNS)) },
         }
     }
@@ -74,9 +73,8 @@ impl<T: QueueItem> Scheduled<T> {
     }
 
     /// A new strong reference to the queue.
-    pub(crate) fn arc(&self) -> Arc<EventQueue<T>> {
-        // SAFETY: the queue is alive while it is held (see `claimed`), and lives in an `Arc`.
-        unsafe { crate::sync::arc_from_ref(self.ptr()) }
+    pub(crate) fn arc(&self) -> QueueArc<T> {
+        QueueArc::from_ref(self)
     }
 
     /// The hold as a tagged address, for a slot that keeps it in an `AtomicPtr`.
@@ -124,15 +122,15 @@ impl<T: QueueItem> Scheduled<T> {
         if release {
             self.note_pool_count_gone();
         }
-        // SAFETY: `p` is an `Arc`'s data. The pool's count is given back once (the state's
-        // `RELEASE_AT_IDLE`, cleared by the turn that read it); a hold that owns a count
-        // gives back that one, once (the hold is consumed). With both, the first leaves one.
+        // SAFETY: the pool's count is given back once (the state's `RELEASE_AT_IDLE`, cleared
+        // by the turn that read it); a hold that owns a count gives back that one, once (the
+        // hold is consumed). With both, the first leaves one.
         unsafe {
             if release {
-                Arc::decrement_strong_count(p);
+                drop(QueueArc::from_raw(p));
             }
             if owns {
-                Arc::decrement_strong_count(p);
+                drop(QueueArc::from_raw(p));
             }
         }
     }

@@ -4,7 +4,7 @@ use crate::agent::cell::env_ref::EnvRef;
 use crate::mailbox::limits::MessageLimits;
 use crate::message::Envelope;
 use crate::panic::PanicReaction;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, QueueArc};
 use crate::runtime::env::EnvShared;
 use std::cell::UnsafeCell;
 use std::sync::Arc;
@@ -56,7 +56,7 @@ pub(crate) struct Header {
     pub(super) panic_reaction: UnsafeCell<Option<PanicReaction>>,
     /// Written once at registration, before the status becomes `ACTIVE` (release), and read
     /// only after observing `ACTIVE` or later (acquire).
-    queue: UnsafeCell<Option<Arc<EventQueue>>>,
+    queue: UnsafeCell<Option<QueueArc>>,
     /// The environment, and the agent's message limits once it declared some (one word:
     /// see [`EnvRef`]).
     pub(crate) env: EnvRef<EnvShared, MessageLimits>,
@@ -87,7 +87,7 @@ impl Header {
     ///
     /// # Safety
     /// Called once, by the registering thread, before the status leaves `NEW`.
-    pub(crate) unsafe fn bind_queue(&self, q: Arc<EventQueue>) {
+    pub(crate) unsafe fn bind_queue(&self, q: QueueArc) {
         // SAFETY: nobody reads `queue` before the status leaves `NEW` (caller), so this write
         // does not race; the release store of the status publishes it.
         unsafe { *self.queue.get() = Some(q) }
@@ -173,7 +173,7 @@ impl Header {
     ///
     /// # Safety
     /// As for [`Header::queue`], or the caller bound it on this thread.
-    pub(crate) unsafe fn queue_arc(&self) -> &Arc<EventQueue> {
+    pub(crate) unsafe fn queue_arc(&self) -> &QueueArc {
         // SAFETY: as the caller guarantees.
         match unsafe { &*self.queue.get() } {
             Some(q) => q,

@@ -11,9 +11,8 @@ use super::{Pool, PoolPolicy, QueueRef, TurnEnd, WorkerCtx, take_from};
 use crate::agent::demand::Demand;
 use crate::defaults;
 use crate::dispatcher::Fifo;
-use crate::queue::{EventQueue, RunningGuard, Scheduled, TurnOutcome};
+use crate::queue::{EventQueue, QueueArc, RunningGuard, Scheduled, TurnOutcome};
 use crossbeam_deque::{Injector, Steal};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// The flag in the in-flight count: the last thread-safe demand to finish schedules the queue.
@@ -29,7 +28,7 @@ pub(crate) struct Adv {
 
 /// A thread-safe demand and the queue it came from.
 struct Job {
-    queue: Arc<EventQueue>,
+    queue: QueueArc,
     demand: Demand,
 }
 

@@ -8,7 +8,7 @@ use super::park::ForeverParked;
 use super::slot::{OwnSlot, Slot, SlotOwner};
 use crate::queue::loom_model::LoomItem as Item;
 use crate::queue::wakeup::Wakeup;
-use crate::queue::{EventQueue, Schedule, Scheduled};
+use crate::queue::{EventQueue, QueueArc, Schedule, Scheduled};
 use crossbeam_utils::CachePadded;
 use loom::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -145,7 +145,7 @@ fn owner_and_thief(rounds: usize) {
         };
         let owner = SlotOwner::new(0);
         let own = OwnSlot::of(&slots[..], &owner);
-        let queues: Vec<Arc<EventQueue>> = (0..rounds).map(|_| EventQueue::new()).collect();
+        let queues: Vec<QueueArc> = (0..rounds).map(|_| EventQueue::new()).collect();
         let mut taken = Vec::new();
         for q in &queues {
             assert!(own.put(Scheduled::from_arc(q.clone())).is_none());
@@ -154,11 +154,14 @@ fn owner_and_thief(rounds: usize) {
         taken.extend(thief.join().unwrap());
         taken.sort_unstable();
         // `into_raw` tags the address of a hold that owns its count (each of these does).
-        let mut put: Vec<_> = queues.iter().map(|q| Arc::as_ptr(q).addr() | 1).collect();
+        let mut put: Vec<_> = queues
+            .iter()
+            .map(|q| QueueArc::as_ptr(q).addr() | 1)
+            .collect();
         put.sort_unstable();
         assert_eq!(taken, put, "each queue taken once");
         for (q, p) in queues.iter().zip(put) {
-            let p = Arc::as_ptr(q).cast_mut().with_addr(p);
+            let p = QueueArc::as_ptr(q).cast_mut().with_addr(p);
             // SAFETY: each came from `into_raw` once, checked above.
             unsafe { Scheduled::from_raw(p) }.hand_over();
         }

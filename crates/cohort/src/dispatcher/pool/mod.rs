@@ -42,7 +42,7 @@ use crate::agent::demand::Demand;
 use crate::defaults;
 use crate::error::BindError;
 use crate::queue::wakeup::Wakeup;
-use crate::queue::{EventQueue, RunningGuard, Schedule, Scheduled, TurnOutcome};
+use crate::queue::{EventQueue, QueueArc, RunningGuard, Schedule, Scheduled, TurnOutcome};
 use crate::runtime::coop::CoopId;
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
 use crate::sync::{AtomicUsize, Ordering, fence};
@@ -87,7 +87,7 @@ pub(crate) struct Pool<P: PoolPolicy> {
 
 #[derive(Default)]
 struct CoopQueues {
-    by_coop: HashMap<CoopId, (Arc<EventQueue>, usize)>,
+    by_coop: HashMap<CoopId, (QueueArc, usize)>,
     coop_of: HashMap<usize, CoopId>,
 }
 
@@ -211,7 +211,7 @@ impl<P: PoolPolicy> Pool<P> {
         Ok(pool)
     }
 
-    fn new_queue(&self, max_demands_at_once: usize) -> Arc<EventQueue> {
+    fn new_queue(&self, max_demands_at_once: usize) -> QueueArc {
         let scheduler: Arc<dyn Schedule<Demand>> =
             self.me.upgrade().expect("a pool outlives its binders");
         let q = EventQueue::pooled(scheduler, max_demands_at_once);
@@ -562,7 +562,7 @@ impl<P: PoolPolicy> Pool<P> {
         }
     }
 
-    fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<Arc<EventQueue>, BindError> {
+    fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError> {
         let (fifo, max_demands_at_once) = match params {
             BindParams::Pool {
                 fifo,
@@ -579,7 +579,7 @@ impl<P: PoolPolicy> Pool<P> {
                     q.clone()
                 } else {
                     let q = self.new_queue(max_demands_at_once);
-                    cq.coop_of.insert(Arc::as_ptr(&q) as usize, coop);
+                    cq.coop_of.insert(QueueArc::as_ptr(&q) as usize, coop);
                     cq.by_coop.insert(coop, (q.clone(), 1));
                     q
                 }
@@ -603,7 +603,7 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
         &self.0.name
     }
 
-    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<Arc<EventQueue>, BindError> {
+    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError> {
         let pool = &self.0;
         if pool.bound.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
             pool.bound.fetch_sub(1, Ordering::AcqRel);
@@ -614,11 +614,11 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
         pool.bind_queue(params, coop)
     }
 
-    fn unbind(&self, queue: &Arc<EventQueue>) {
+    fn unbind(&self, queue: &QueueArc) {
         let pool = &self.0;
         let last = {
             let mut cq = pool.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
-            let key = Arc::as_ptr(queue) as usize;
+            let key = QueueArc::as_ptr(queue) as usize;
             match cq.coop_of.get(&key).copied() {
                 // A cooperation's queue: the last of its agents.
                 Some(coop) => match cq.by_coop.get_mut(&coop) {

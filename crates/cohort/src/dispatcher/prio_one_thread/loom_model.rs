@@ -2,9 +2,9 @@
 //! in order per queue, with no wake-up lost.
 
 use super::worker::{PRIORITIES, PrioMode, run_prio};
-use crate::queue::EventQueue;
 use crate::queue::loom_model::{LoomItem as Item, assert_fifo_per_producer};
 use crate::queue::wakeup::SharedWakeup;
+use crate::queue::{EventQueue, QueueArc};
 use loom::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::sync::atomic::Ordering::{Acquire, Release};
@@ -26,7 +26,7 @@ fn check(mode: PrioMode, n_queues: u8, per_queue: u8) {
     model.preemption_bound = Some(2);
     model.check(move || {
         let group = Arc::new(SharedWakeup::new());
-        let queues: Arc<Vec<Arc<EventQueue<Item>>>> = Arc::new(
+        let queues: Arc<Vec<QueueArc<Item>>> = Arc::new(
             (0..n_queues)
                 .map(|p| EventQueue::in_group(group.clone(), 1 << p))
                 .collect(),

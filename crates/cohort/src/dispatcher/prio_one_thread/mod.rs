@@ -11,8 +11,8 @@ use super::reuse::thread_builder_setters;
 use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
 use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
-use crate::queue::EventQueue;
 use crate::queue::wakeup::SharedWakeup;
+use crate::queue::{EventQueue, QueueArc};
 use crate::runtime::env::Environment;
 use crate::stats::{DispatcherStats, WorkerProbe};
 use std::sync::{Arc, Mutex};
@@ -114,7 +114,7 @@ impl PrioOneThreadBuilder {
             ));
         }
         let group = Arc::new(SharedWakeup::new());
-        let queues: Arc<[Arc<EventQueue>]> = (0..PRIORITIES)
+        let queues: Arc<[QueueArc]> = (0..PRIORITIES)
             .map(|p| EventQueue::in_group(group.clone(), 1 << p))
             .collect();
         let thread_name = format!("cohort-{}-0", self.name);
@@ -164,7 +164,7 @@ struct PrioOneThread {
     name: String,
     mode: PrioMode,
     /// A queue of demands per priority (index 0 = `P0`), all run by the one thread.
-    queues: Arc<[Arc<EventQueue>]>,
+    queues: Arc<[QueueArc]>,
     bound: BoundCount,
     probe: Arc<WorkerProbe>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -187,7 +187,7 @@ impl DispatcherCore for PrioOneThread {
         &self,
         params: &BindParams,
         _: crate::runtime::coop::CoopId,
-    ) -> Result<Arc<EventQueue>, BindError> {
+    ) -> Result<QueueArc, BindError> {
         // Any other binding (a plain `binder()`) gives the lowest priority.
         let p = match params {
             BindParams::Priority(p) => usize::from(*p).min(PRIORITIES - 1),
@@ -201,7 +201,7 @@ impl DispatcherCore for PrioOneThread {
         Ok(self.queues[p].clone())
     }
 
-    fn unbind(&self, _queue: &Arc<EventQueue>) {
+    fn unbind(&self, _queue: &QueueArc) {
         self.bound.unbind(|| self.close());
     }
 

@@ -21,10 +21,9 @@
 use crate::defaults;
 use crate::dispatcher::reuse::spin::{Spinner, WorkerSpin};
 use crate::queue::wakeup::SharedWakeup;
-use crate::queue::{DedicatedReader, EventQueue, Local, QueueItem, RunningGuard};
+use crate::queue::{DedicatedReader, EventQueue, Local, QueueArc, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;
 use std::cell::Cell;
-use std::sync::Arc;
 
 /// Number of agent priorities (`P0` lowest to `P7` highest, as in SObjectizer).
 pub(crate) const PRIORITIES: usize = 8;
@@ -66,7 +65,7 @@ impl Ready {
 /// The queue that this thread runs now (the one local sends go to), switched only when the
 /// priority changes.
 struct Current<'q, T: QueueItem> {
-    queues: &'q [Arc<EventQueue<T>>],
+    queues: &'q [QueueArc<T>],
     index: usize,
     guard: Option<RunningGuard<'q, T>>,
 }
@@ -94,7 +93,7 @@ impl<'q, T: QueueItem> Current<'q, T> {
 /// demands that counts as (at least one). Every queue must have been built with
 /// [`EventQueue::in_group`] on `group`, bit `1 << index`.
 pub(crate) fn run_prio<T: QueueItem>(
-    queues: &[Arc<EventQueue<T>>],
+    queues: &[QueueArc<T>],
     group: &SharedWakeup,
     mode: PrioMode,
     spin: WorkerSpin,
@@ -363,6 +362,7 @@ fn choose(mode: PrioMode, local: u8, cursor: &mut (usize, usize)) -> Option<(usi
 mod tests {
     use super::*;
     use crate::queue::wakeup::SharedWakeup;
+    use std::sync::Arc;
     use std::time::Duration;
 
     #[derive(Debug)]
@@ -377,7 +377,7 @@ mod tests {
     }
 
     /// A wake-up group and a queue in it for each of two priorities.
-    fn two_priorities() -> (Arc<SharedWakeup>, Vec<Arc<EventQueue<Item>>>) {
+    fn two_priorities() -> (Arc<SharedWakeup>, Vec<QueueArc<Item>>) {
         let group = Arc::new(SharedWakeup::new());
         let queues = (0..2)
             .map(|p| EventQueue::in_group(group.clone(), 1 << p))
@@ -387,7 +387,7 @@ mod tests {
 
     /// Runs `queues` in strict order on this thread, without spinning, until they close.
     fn run_strict(
-        queues: &[Arc<EventQueue<Item>>],
+        queues: &[QueueArc<Item>],
         group: &SharedWakeup,
         execute: impl FnMut(&EventQueue<Item>, Item, usize) -> usize,
     ) {
@@ -427,7 +427,7 @@ mod tests {
             1
         });
         assert_eq!(ran, BURST + 1);
-        let q = Arc::get_mut(&mut queues[1]).expect("the worker has returned");
+        let q = QueueArc::get_mut(&mut queues[1]).expect("the worker has returned");
         assert_eq!(
             q.local_capacity_for_test(),
             crate::queue::KEPT_CAPACITY,
@@ -467,7 +467,7 @@ mod tests {
             "not priority 1 in order, then priority 0 in order"
         );
         for (p, q) in queues.iter_mut().enumerate() {
-            let q = Arc::get_mut(q).expect("the worker has returned");
+            let q = QueueArc::get_mut(q).expect("the worker has returned");
             assert!(
                 q.local_capacity_for_test() <= 2 * defaults::LOCAL_BATCH,
                 "priority {p}'s local ring grew to {} slots for a batch of {}",

@@ -15,7 +15,7 @@
 
 use super::spin::{Spinner, WorkerSpin};
 use crate::defaults;
-use crate::queue::{DedicatedReader, EventQueue, QueueItem, RunningGuard};
+use crate::queue::{DedicatedReader, EventQueue, QueueArc, QueueItem, RunningGuard};
 use crate::stats::WorkerProbe;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -34,7 +34,7 @@ pub(crate) fn join_all(dispatcher: &str, threads: impl IntoIterator<Item = JoinH
 /// Spawns a named thread that runs `queue` until it is closed and empty.
 pub(crate) fn spawn(
     name: String,
-    queue: Arc<EventQueue>,
+    queue: QueueArc,
     spin: WorkerSpin,
     probe: Arc<WorkerProbe>,
 ) -> std::io::Result<JoinHandle<()>> {
@@ -131,7 +131,7 @@ mod tests {
     use crate::queue::test_item::Item;
 
     /// A queue run by a dedicated thread with `n` items pushed from outside, 0 to `n - 1`.
-    fn pushed_from_outside(n: u32) -> Arc<EventQueue<Item<u32>>> {
+    fn pushed_from_outside(n: u32) -> QueueArc<Item<u32>> {
         let q = EventQueue::<Item<u32>>::new();
         for i in 0..n {
             q.push_remote(Item(i));
@@ -222,7 +222,7 @@ mod tests {
             }
         });
         assert_eq!(ran, BURST + 1);
-        let q = Arc::get_mut(&mut q).expect("the worker has returned");
+        let q = QueueArc::get_mut(&mut q).expect("the worker has returned");
         assert_eq!(
             q.local_capacity_for_test(),
             crate::queue::KEPT_CAPACITY,
@@ -246,7 +246,7 @@ mod tests {
             }
         });
         assert_eq!(ran, N);
-        let q = Arc::get_mut(&mut q).expect("the worker has returned");
+        let q = QueueArc::get_mut(&mut q).expect("the worker has returned");
         assert!(
             q.local_capacity_for_test() <= defaults::LOCAL_BATCH,
             "the local ring grew to {} slots for a batch of {}",

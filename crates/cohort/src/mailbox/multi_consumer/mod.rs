@@ -26,7 +26,7 @@ use crate::error::SubscribeError;
 use crate::mailbox::dead_letter::{DeadLetter, DeliveryFailure};
 use crate::mailbox::{MboxId, deliver};
 use crate::message::Envelope;
-use crate::queue::EventQueue;
+use crate::queue::QueueArc;
 use crate::runtime::coop::finish_epoch;
 use crate::runtime::env::EnvShared;
 use crate::trace::{self, TraceStep};
@@ -114,7 +114,7 @@ impl ByType {
 /// (rare) edits one group in place, copying it only if a send in flight still holds it.
 #[derive(Default, Clone)]
 struct TypeSubscribers {
-    groups: Vec<(Arc<EventQueue>, Arc<BroadcastTargets>)>,
+    groups: Vec<(QueueArc, Arc<BroadcastTargets>)>,
     /// Subscribers served one by one (a filter, message limits, or a unique-subscribers
     /// mailbox). Shared so that a send delivers to them after releasing the lock (a limit
     /// may redirect back into this mailbox); copied on change if a send still holds it.
@@ -142,12 +142,12 @@ struct Single {
 
 /// Whether the current thread runs one of `groups`' queues.
 #[inline]
-fn runs_one_of(groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)]) -> bool {
+fn runs_one_of(groups: &[(QueueArc, Arc<BroadcastTargets>)]) -> bool {
     let running = crate::queue::running_queue();
     !running.is_null()
         && groups
             .iter()
-            .any(|(q, _)| std::ptr::addr_eq(Arc::as_ptr(q), running))
+            .any(|(q, _)| std::ptr::addr_eq(QueueArc::as_ptr(q), running))
 }
 
 fn is_cell(c: &Arc<DynCell>, cell: *const DynCell) -> bool {
@@ -158,7 +158,11 @@ impl TypeSubscribers {
     fn add(&mut self, mbox: MboxId, cell: Arc<DynCell>) {
         // SAFETY: subscribing happens in `define` or later, after the agent was bound.
         let q = unsafe { cell.header.queue_arc() }.clone();
-        match self.groups.iter_mut().find(|(g, _)| Arc::ptr_eq(g, &q)) {
+        match self
+            .groups
+            .iter_mut()
+            .find(|(g, _)| QueueArc::ptr_eq(g, &q))
+        {
             Some((_, t)) => Arc::make_mut(t).cells.push(cell),
             None => self.groups.push((
                 q,
@@ -509,11 +513,7 @@ impl NamedMbox {
     }
 
     #[inline]
-    fn broadcast_per_queue(
-        &self,
-        groups: &[(Arc<EventQueue>, Arc<BroadcastTargets>)],
-        msg: Envelope,
-    ) {
+    fn broadcast_per_queue(&self, groups: &[(QueueArc, Arc<BroadcastTargets>)], msg: Envelope) {
         let mut envelope = Some(msg);
         let n = groups.len();
         for (i, (queue, targets)) in groups.iter().enumerate() {

@@ -4,12 +4,12 @@
 use super::log::{LogGroup, Marker};
 use crate::agent::demand::{BroadcastTargets, Demand};
 use crate::message::Envelope;
-use crate::queue::EventQueue;
+use crate::queue::QueueArc;
 use std::sync::Arc;
 
 /// The subscribers of one type on one queue, reached through a [`super::log::BroadcastLog`].
 pub(crate) struct QueueGroup {
-    pub(crate) queue: Arc<EventQueue>,
+    pub(crate) queue: QueueArc,
     pub(crate) targets: Arc<BroadcastTargets>,
     pub(crate) type_name: &'static str,
 }

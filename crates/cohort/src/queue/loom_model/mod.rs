@@ -5,8 +5,7 @@ mod dedicated_queue;
 mod pool_queue;
 mod wakeup;
 
-use super::{EventQueue, QueueItem};
-use std::sync::Arc;
+use super::{QueueArc, QueueItem};
 
 /// The item the loom models push through queues: (producer or queue, sequence number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +40,7 @@ pub(crate) fn assert_fifo_per_producer(log: &[LoomItem], producers: u8, per_prod
 /// Spawns `producers` threads, producer `p` pushing `LoomItem(p, 0..per_producer)` to `q` from
 /// outside, in order.
 pub(crate) fn spawn_producers(
-    q: &Arc<EventQueue<LoomItem>>,
+    q: &QueueArc<LoomItem>,
     producers: u8,
     per_producer: u8,
 ) -> Vec<loom::thread::JoinHandle<()>> {

@@ -2,7 +2,7 @@
 //! one worker at a time, rescheduled by the worker that ends a turn with work left.
 
 use super::{LoomItem as Item, assert_fifo_per_producer, spawn_producers};
-use crate::queue::{EventQueue, RunningGuard, Schedule, Scheduled, TurnOutcome};
+use crate::queue::{EventQueue, QueueArc, RunningGuard, Schedule, Scheduled, TurnOutcome};
 use loom::sync::Mutex;
 use loom::sync::atomic::AtomicBool;
 use std::collections::VecDeque;
@@ -69,7 +69,7 @@ fn work(rq: &RunQueue, log: &Mutex<Vec<Item>>, in_turn: &AtomicBool) {
 /// A pooled queue (one demand per turn), its run queue, and the log of what ran.
 struct Pooled {
     rq: Arc<RunQueue>,
-    q: Arc<EventQueue<Item>>,
+    q: QueueArc<Item>,
     log: Arc<Mutex<Vec<Item>>>,
     in_turn: Arc<AtomicBool>,
 }
@@ -222,7 +222,7 @@ fn pool_count_goes_once(items: u8, workers: usize) {
         let log = pooled.last_pass();
         assert_fifo_per_producer(&log, 1, items);
         assert!(q.pool_count_gone.load(SeqCst), "the pool's count went");
-        assert_eq!(Arc::strong_count(q), 1, "nothing else holds the queue");
+        assert_eq!(QueueArc::strong_count(q), 1, "nothing else holds the queue");
     });
 }
 

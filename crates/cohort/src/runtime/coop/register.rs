@@ -12,7 +12,7 @@ use crate::agent::cell::{ACTIVE, DefineFailure, DynCell};
 use crate::agent::demand::Demand;
 use crate::dispatcher::Binder;
 use crate::error::RegisterError;
-use crate::queue::EventQueue;
+use crate::queue::QueueArc;
 use crate::runtime::env::EnvShared;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -86,8 +86,8 @@ impl Binders {
 /// The queues the agents were bound to: `all` stays empty while every agent landed on the
 /// first agent's queue (the common case), else it holds each agent's queue by index.
 struct BoundQueues {
-    first: Arc<EventQueue>,
-    all: Vec<Arc<EventQueue>>,
+    first: QueueArc,
+    all: Vec<QueueArc>,
 }
 
 /// Step 1: binds every agent to its dispatcher; the queue goes into the agent's header. On a
@@ -97,14 +97,14 @@ fn bind_agents(
     binders: &Binders,
     id: CoopId,
 ) -> Result<BoundQueues, RegisterError> {
-    let mut queues: Vec<Arc<EventQueue>> = Vec::new();
-    let mut first_queue: Option<Arc<EventQueue>> = None;
+    let mut queues: Vec<QueueArc> = Vec::new();
+    let mut first_queue: Option<QueueArc> = None;
     for (index, cell) in agents.iter().enumerate() {
         match binders.of(index).bind(id) {
             Ok(q) => {
                 match &first_queue {
                     None => first_queue = Some(q.clone()),
-                    Some(f) if queues.is_empty() && Arc::ptr_eq(f, &q) => {}
+                    Some(f) if queues.is_empty() && QueueArc::ptr_eq(f, &q) => {}
                     Some(f) => {
                         if queues.is_empty() {
                             queues.extend(std::iter::repeat_n(f.clone(), index));
@@ -168,13 +168,13 @@ fn group_by_queue(
         );
     }
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&i| Arc::as_ptr(&queues[i]) as usize);
+    order.sort_by_key(|&i| QueueArc::as_ptr(&queues[i]) as usize);
     let mut position = vec![0usize; n];
     let mut groups: Vec<Group> = Vec::new();
     for (pos, &i) in order.iter().enumerate() {
         position[i] = pos;
         match groups.last_mut() {
-            Some(g) if Arc::ptr_eq(&g.queue, &queues[i]) => g.end += 1,
+            Some(g) if QueueArc::ptr_eq(&g.queue, &queues[i]) => g.end += 1,
             _ => groups.push(Group {
                 queue: queues[i].clone(),
                 binder: binders.of(i).clone(),

@@ -8,7 +8,7 @@ use crate::agent::cell::{ABANDONED, DeliveryFailure, DynCell, FINISHED, FINISHIN
 use crate::agent::demand::Demand;
 use crate::dispatcher::Binder;
 use crate::panic::PanicReaction;
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, QueueArc};
 use crate::runtime::env::EnvShared;
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
@@ -63,7 +63,7 @@ pub(super) struct Links {
 
 /// The agents of a cooperation bound to one queue: `agents[start..end]`.
 pub(super) struct Group {
-    pub(super) queue: Arc<EventQueue>,
+    pub(super) queue: QueueArc,
     pub(super) binder: Binder,
     pub(super) start: u32,
     pub(super) end: u32,
