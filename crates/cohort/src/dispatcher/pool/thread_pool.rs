@@ -14,7 +14,7 @@
 //! [`defaults::LIFO_STREAK`] times in a row, and another worker takes a queue stranded there
 //! by a blocked handler.
 
-use super::{Pool, PoolPolicy, QueueRef, WorkerCtx, settle, take_from};
+use super::{Pool, PoolPolicy, QueueRef, WorkerCtx, take_from};
 use crate::defaults;
 use crate::dispatcher::Fifo;
 use crate::sync::{AtomicUsize, Ordering};
@@ -144,8 +144,8 @@ impl PoolPolicy for ThreadPool {
 }
 
 /// Publishes worker `ctx`'s FIFO length, and takes the oldest queues of the longest other
-/// FIFO (half the difference) if that one is longer than this worker's by more than a
-/// quarter (plus one): a busy queue then waits about as many turns as behind one shared FIFO.
+/// FIFO (half the difference) if that one is longer than this worker's by more than a quarter
+/// (plus one): a busy queue then waits about as many turns as behind one shared FIFO.
 fn steal_to_balance(pool: &Pool<ThreadPool>, ctx: &WorkerCtx<ThreadPool>) -> Option<QueueRef> {
     let lens = &pool.policy.fifo_lens;
     let mine = ctx.local.len();
@@ -165,10 +165,17 @@ fn steal_to_balance(pool: &Pool<ThreadPool>, ctx: &WorkerCtx<ThreadPool>) -> Opt
     }
     // Half the difference, the oldest first: a worker that took every woken queue of a burst
     // evens out in one check, and no further (taking more would only move the imbalance to
-    // the other side).
-    let limit = ((longest - mine) / 2).max(1);
-    settle(|| {
-        pool.stealer(j)
-            .steal_batch_with_limit_and_pop(&ctx.local, limit)
-    })
+    // the other side). A FIFO batch is copied before the steal claims it, and copied again
+    // when the other worker popped meanwhile: each retry halves the batch, so a long FIFO
+    // whose owner keeps popping costs two copies of the first batch at most, where a fixed
+    // batch was copied again and again and hardly ever claimed.
+    let mut limit = ((longest - mine) / 2).max(1);
+    let stealer = pool.stealer(j);
+    loop {
+        match stealer.steal_batch_with_limit_and_pop(&ctx.local, limit) {
+            Steal::Success(q) => return Some(q),
+            Steal::Empty => return None,
+            Steal::Retry => limit = (limit / 2).max(1),
+        }
+    }
 }
