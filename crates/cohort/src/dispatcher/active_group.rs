@@ -165,7 +165,7 @@ impl DispatcherCore for ActiveGroup {
         Ok(queue)
     }
 
-    fn unbind(&self, queue: &QueueArc) {
+    fn unbind(&self, queue: &QueueArc, agents: usize) {
         let mut st = self.state();
         let Some(name) = st
             .groups
@@ -176,7 +176,8 @@ impl DispatcherCore for ActiveGroup {
             return;
         };
         let g = st.groups.get_mut(&name).expect("found just above");
-        g.agents -= 1;
+        debug_assert!(g.agents >= agents, "more agents unbound than bound");
+        g.agents = g.agents.saturating_sub(agents);
         if g.agents == 0 {
             g.queue.close();
             st.groups.remove(&name);

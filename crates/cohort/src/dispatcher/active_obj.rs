@@ -103,7 +103,8 @@ impl DispatcherCore for ActiveObj {
         Ok(queue)
     }
 
-    fn unbind(&self, queue: &QueueArc) {
+    fn unbind(&self, queue: &QueueArc, _agents: usize) {
+        // The queue's one agent.
         queue.close();
     }
 

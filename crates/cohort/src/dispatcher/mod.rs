@@ -90,8 +90,9 @@ pub(crate) trait DispatcherCore: Send + Sync {
     fn name(&self) -> &str;
     /// Binds one agent of cooperation `coop`: returns the queue its demands go to.
     fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError>;
-    /// The agent bound to `queue` has finished.
-    fn unbind(&self, queue: &QueueArc);
+    /// `agents` agents bound to `queue` (at least one, of one cooperation) have finished: a
+    /// cooperation's agents on one queue are unbound in one call.
+    fn unbind(&self, queue: &QueueArc, agents: usize);
     /// Refuses new bindings; worker threads exit once their agents are gone.
     fn shutdown(&self);
     /// Joins the worker threads (after `shutdown`, once their agents are gone).
@@ -112,8 +113,9 @@ impl Binder {
         self.core.bind(&self.params, coop)
     }
 
-    pub(crate) fn unbind(&self, q: &QueueArc) {
-        self.core.unbind(q)
+    /// Unbinds `agents` agents (at least one) of one cooperation, all bound to `q`.
+    pub(crate) fn unbind(&self, q: &QueueArc, agents: usize) {
+        self.core.unbind(q, agents)
     }
 
     /// Unbinds an agent whose registration failed after it was bound.
@@ -121,7 +123,7 @@ impl Binder {
         // SAFETY: called only for agents bound during the failing registration, on the
         // registering thread, so the queue is set.
         let q = unsafe { header.queue_arc() };
-        self.core.unbind(q)
+        self.core.unbind(q, 1)
     }
 
     /// The dispatcher's name.

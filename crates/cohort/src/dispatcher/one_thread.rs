@@ -98,8 +98,8 @@ impl DispatcherCore for OneThread {
         Ok(self.queue.clone())
     }
 
-    fn unbind(&self, _queue: &QueueArc) {
-        self.bound.unbind(|| self.queue.close());
+    fn unbind(&self, _queue: &QueueArc, agents: usize) {
+        self.bound.unbind(agents, || self.queue.close());
     }
 
     fn shutdown(&self) {

@@ -79,8 +79,8 @@ impl DispatcherCore for TestThread {
         Ok(self.queue.clone())
     }
 
-    fn unbind(&self, _: &QueueArc) {
-        self.bound.unbind(|| self.queue.close());
+    fn unbind(&self, _: &QueueArc, agents: usize) {
+        self.bound.unbind(agents, || self.queue.close());
     }
 
     fn shutdown(&self) {

@@ -614,7 +614,7 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
         pool.bind_queue(params, coop)
     }
 
-    fn unbind(&self, queue: &QueueArc) {
+    fn unbind(&self, queue: &QueueArc, agents: usize) {
         let pool = &self.0;
         let last = {
             let mut cq = pool.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
@@ -623,7 +623,8 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
                 // A cooperation's queue: the last of its agents.
                 Some(coop) => match cq.by_coop.get_mut(&coop) {
                     Some((_, n)) => {
-                        *n -= 1;
+                        debug_assert!(*n >= agents, "more agents unbound than bound");
+                        *n = n.saturating_sub(agents);
                         let last = *n == 0;
                         if last {
                             cq.by_coop.remove(&coop);
@@ -640,7 +641,7 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
         if last {
             queue.release_pool_hold();
         }
-        if pool.bound.fetch_sub(1, Ordering::AcqRel) == SHUT | 1 {
+        if pool.bound.fetch_sub(agents, Ordering::AcqRel) == SHUT | agents {
             pool.wake_all();
         }
     }

@@ -201,8 +201,8 @@ impl DispatcherCore for PrioOneThread {
         Ok(self.queues[p].clone())
     }
 
-    fn unbind(&self, _queue: &QueueArc) {
-        self.bound.unbind(|| self.close());
+    fn unbind(&self, _queue: &QueueArc, agents: usize) {
+        self.bound.unbind(agents, || self.close());
     }
 
     fn shutdown(&self) {

@@ -16,15 +16,15 @@ impl BoundCount {
     /// Counts one more bound agent; false (counting none) once the dispatcher is shut down.
     pub(crate) fn bind(&self, close: impl FnOnce()) -> bool {
         if self.0.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
-            self.unbind(close);
+            self.unbind(1, close);
             return false;
         }
         true
     }
 
-    /// A bound agent has finished.
-    pub(crate) fn unbind(&self, close: impl FnOnce()) {
-        if self.0.fetch_sub(1, Ordering::AcqRel) == SHUT | 1 {
+    /// `agents` bound agents have finished (at least one).
+    pub(crate) fn unbind(&self, agents: usize, close: impl FnOnce()) {
+        if self.0.fetch_sub(agents, Ordering::AcqRel) == SHUT | agents {
             close();
         }
     }
@@ -53,8 +53,23 @@ mod tests {
         assert_eq!(closed.get(), 0, "two agents still bound");
         assert!(!c.bind(close), "no binding after the shutdown");
         assert_eq!(closed.get(), 0);
-        c.unbind(close);
-        c.unbind(close);
+        c.unbind(1, close);
+        c.unbind(1, close);
+        assert_eq!(closed.get(), 1);
+    }
+
+    #[test]
+    fn a_cooperations_agents_leave_in_one_call() {
+        let closed = Cell::new(0);
+        let close = || closed.set(closed.get() + 1);
+        let c = BoundCount::default();
+        for _ in 0..4 {
+            assert!(c.bind(close));
+        }
+        c.shut(close);
+        c.unbind(3, close);
+        assert_eq!(closed.get(), 0, "one agent still bound");
+        c.unbind(1, close);
         assert_eq!(closed.get(), 1);
     }
 

@@ -280,10 +280,9 @@ impl CoopInner {
 
     /// Unbinds every agent (registration failed, or the cooperation is gone).
     pub(super) fn unbind_all(&self) {
-        for g in self.groups.iter() {
-            for _ in g.start..g.end {
-                g.binder.unbind(&g.queue);
-            }
+        // A group is its agents on one queue through one binder: one call for all of them.
+        for g in self.groups.iter().filter(|g| g.end > g.start) {
+            g.binder.unbind(&g.queue, (g.end - g.start) as usize);
         }
     }
 
