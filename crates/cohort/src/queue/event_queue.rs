@@ -99,7 +99,8 @@ pub(crate) type PolicyWord = loom::sync::atomic::AtomicU32;
 /// The demand queue of one or more agents.
 ///
 /// Laid out in three cache lines (`repr(C)`): what never changes after creation (how to make
-/// the queue run, its limits); what senders write ([`SendersLine`]: the pool state with the
+/// the queue run, its limits) and the strong count, which moves only when the queue is bound,
+/// unbound or handed to a new owner; what senders write ([`SendersLine`]: the pool state with the
 /// remote half's write index, the claiming sender's demand, the remote half's tail block,
 /// the pool policy's word), which the runner reads and writes a few times per turn; and what the
 /// runner writes at every demand ([`RunnerLine`]: the local half and the remote half's
