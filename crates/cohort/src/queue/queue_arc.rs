@@ -160,12 +160,6 @@ impl<T: QueueItem> Drop for QueueArc<T> {
     }
 }
 
-impl<T: QueueItem> std::fmt::Debug for QueueArc<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("QueueArc").field(&self.ptr).finish()
-    }
-}
-
 #[cfg(all(test, not(cohort_loom)))]
 mod tests {
     use super::*;

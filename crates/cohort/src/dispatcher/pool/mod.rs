@@ -36,6 +36,7 @@ pub(crate) use policy::{PoolPolicy, TurnEnd};
 pub(crate) use thread_pool::ThreadPool;
 pub(crate) use work_stealing::{HomeQueuePace, WorkStealing};
 
+use super::reuse::bound_count::BoundCount;
 use super::reuse::spin::{Spinner, WorkerSpin};
 use super::{BindParams, DispatcherCore, Fifo};
 use crate::agent::demand::Demand;
@@ -45,7 +46,7 @@ use crate::queue::wakeup::Wakeup;
 use crate::queue::{EventQueue, QueueArc, RunningGuard, Schedule, Scheduled, TurnOutcome};
 use crate::runtime::coop::CoopId;
 use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
-use crate::sync::{AtomicUsize, Ordering, fence};
+use crate::sync::{Ordering, fence};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use park::ForeverParked;
@@ -55,9 +56,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
-
-/// The `shut` flag in the bound-agents word.
-const SHUT: usize = 1 << (usize::BITS - 1);
 
 /// A scheduled queue, as run queues, slots and turns hold it (see [`Scheduled`]).
 pub(crate) type QueueRef = Scheduled;
@@ -77,8 +75,8 @@ pub(crate) struct Pool<P: PoolPolicy> {
     /// once, to watch for a stranded queue).
     parked_forever: ForeverParked,
     probes: Box<[Arc<WorkerProbe>]>,
-    /// Bound agents, with [`SHUT`] once the pool is shut down.
-    bound: AtomicUsize,
+    /// Bound agents, and whether the pool is shut down.
+    bound: BoundCount,
     /// Cooperation-fifo queues: one per cooperation, shared by its agents.
     coop_queues: Mutex<CoopQueues>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -184,7 +182,7 @@ impl<P: PoolPolicy> Pool<P> {
             probes: (0..threads)
                 .map(|i| WorkerProbe::new(format!("cohort-{name}-{i}"), switch.clone()))
                 .collect(),
-            bound: AtomicUsize::new(0),
+            bound: BoundCount::default(),
             coop_queues: Mutex::new(CoopQueues::default()),
             threads: Mutex::new(Vec::new()),
             me: me.clone(),
@@ -198,8 +196,8 @@ impl<P: PoolPolicy> Pool<P> {
             match spawned {
                 Ok(h) => handles.push(h),
                 Err(e) => {
-                    pool.bound.fetch_or(SHUT, Ordering::AcqRel);
-                    pool.wake_all();
+                    // Nothing is bound yet: the shutdown wakes every worker to exit.
+                    pool.bound.shut(|| pool.wake_all());
                     for h in handles {
                         let _ = h.join();
                     }
@@ -335,7 +333,7 @@ impl<P: PoolPolicy> Pool<P> {
 
     /// Shut down, every agent gone: workers may exit once nothing is left to run.
     fn is_done(&self) -> bool {
-        self.bound.load(Ordering::Acquire) == SHUT
+        self.bound.is_done()
     }
 
     /// Whether worker `ctx` could find a queue to run.
@@ -605,8 +603,7 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
 
     fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError> {
         let pool = &self.0;
-        if pool.bound.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
-            pool.bound.fetch_sub(1, Ordering::AcqRel);
+        if !pool.bound.bind(|| pool.wake_all()) {
             return Err(BindError::DispatcherShutDown {
                 name: pool.name.clone(),
             });
@@ -641,15 +638,11 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
         if last {
             queue.release_pool_hold();
         }
-        if pool.bound.fetch_sub(agents, Ordering::AcqRel) == SHUT | agents {
-            pool.wake_all();
-        }
+        pool.bound.unbind(agents, || pool.wake_all());
     }
 
     fn shutdown(&self) {
-        if self.0.bound.fetch_or(SHUT, Ordering::AcqRel) == 0 {
-            self.0.wake_all();
-        }
+        self.0.bound.shut(|| self.0.wake_all());
     }
 
     fn stats(&self) -> DispatcherStats {

@@ -1,7 +1,7 @@
-//! The count of agents bound to a dispatcher whose thread exits once the dispatcher is shut
-//! down and no agent is bound (`one_thread`, `prio_one_thread`).
+//! The count of agents bound to a dispatcher whose threads exit once the dispatcher is shut
+//! down and no agent is bound (`one_thread`, `prio_one_thread`, the pools).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{AtomicUsize, Ordering};
 
 /// The `shut` flag in the count's word.
 const SHUT: usize = 1 << (usize::BITS - 1);
@@ -9,8 +9,14 @@ const SHUT: usize = 1 << (usize::BITS - 1);
 /// The number of bound agents, with a flag set once the dispatcher is shut down, in one word:
 /// binding a million agents (skynet) takes no lock. Whoever brings it to "shut down, none
 /// bound" closes the dispatcher's queues (the `close` argument), exactly once.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct BoundCount(AtomicUsize);
+
+impl Default for BoundCount {
+    fn default() -> Self {
+        Self(AtomicUsize::new(0))
+    }
+}
 
 impl BoundCount {
     /// Counts one more bound agent; false (counting none) once the dispatcher is shut down.
@@ -34,6 +40,12 @@ impl BoundCount {
         if self.0.fetch_or(SHUT, Ordering::AcqRel) == 0 {
             close();
         }
+    }
+
+    /// Shut down with no agent bound: the dispatcher's threads may exit once their work is
+    /// done.
+    pub(crate) fn is_done(&self) -> bool {
+        self.0.load(Ordering::Acquire) == SHUT
     }
 }
 
