@@ -90,6 +90,22 @@ pub(crate) trait DispatcherCore: Send + Sync {
     fn name(&self) -> &str;
     /// Binds one agent of cooperation `coop`: returns the queue its demands go to.
     fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError>;
+    /// Binds `agents` agents (at least one) of cooperation `coop` with the same parameters,
+    /// handing each one's queue to `bound` in order. On an error the agents already handed a
+    /// queue stay bound: the caller unbinds them. A dispatcher with a lock or a shared count
+    /// takes it once here; the default binds one agent at a time.
+    fn bind_group(
+        &self,
+        params: &BindParams,
+        coop: CoopId,
+        agents: usize,
+        bound: &mut dyn FnMut(QueueArc),
+    ) -> Result<(), BindError> {
+        for _ in 0..agents {
+            bound(self.bind(params, coop)?);
+        }
+        Ok(())
+    }
     /// `agents` agents bound to `queue` (at least one, of one cooperation) have finished: a
     /// cooperation's agents on one queue are unbound in one call.
     fn unbind(&self, queue: &QueueArc, agents: usize);
@@ -101,6 +117,18 @@ pub(crate) trait DispatcherCore: Send + Sync {
     fn stats(&self) -> crate::stats::DispatcherStats;
 }
 
+/// [`DispatcherCore::bind`] for a dispatcher that binds a group in one step of its own: the
+/// group of one agent.
+pub(crate) fn bind_one(
+    core: &dyn DispatcherCore,
+    params: &BindParams,
+    coop: CoopId,
+) -> Result<QueueArc, BindError> {
+    let mut queue = None;
+    core.bind_group(params, coop, 1, &mut |q| queue = Some(q))?;
+    Ok(queue.expect("a group of one agent is handed one queue"))
+}
+
 /// Binds agents to a dispatcher. Cheap to clone.
 #[derive(Clone)]
 pub struct Binder {
@@ -109,8 +137,14 @@ pub struct Binder {
 }
 
 impl Binder {
-    pub(crate) fn bind(&self, coop: CoopId) -> Result<QueueArc, BindError> {
-        self.core.bind(&self.params, coop)
+    /// Binds `agents` agents of cooperation `coop` (see [`DispatcherCore::bind_group`]).
+    pub(crate) fn bind_group(
+        &self,
+        coop: CoopId,
+        agents: usize,
+        bound: &mut dyn FnMut(QueueArc),
+    ) -> Result<(), BindError> {
+        self.core.bind_group(&self.params, coop, agents, bound)
     }
 
     /// Unbinds `agents` agents (at least one) of one cooperation, all bound to `q`.

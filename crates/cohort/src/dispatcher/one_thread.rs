@@ -87,15 +87,28 @@ impl DispatcherCore for OneThread {
 
     fn bind(
         &self,
+        params: &super::BindParams,
+        coop: crate::runtime::coop::CoopId,
+    ) -> Result<QueueArc, BindError> {
+        crate::dispatcher::bind_one(self, params, coop)
+    }
+
+    fn bind_group(
+        &self,
         _: &super::BindParams,
         _: crate::runtime::coop::CoopId,
-    ) -> Result<QueueArc, BindError> {
-        if !self.bound.bind(|| self.queue.close()) {
+        agents: usize,
+        bound: &mut dyn FnMut(QueueArc),
+    ) -> Result<(), BindError> {
+        if !self.bound.bind_many(agents, || self.queue.close()) {
             return Err(BindError::DispatcherShutDown {
                 name: self.name.clone(),
             });
         }
-        Ok(self.queue.clone())
+        for _ in 0..agents {
+            bound(self.queue.clone());
+        }
+        Ok(())
     }
 
     fn unbind(&self, _queue: &QueueArc, agents: usize) {

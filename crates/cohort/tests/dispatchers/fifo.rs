@@ -13,6 +13,7 @@
 
 use crate::common;
 
+use cohort::dispatcher::Fifo;
 use cohort::{Agent, Binder, Context, DefineError, Mbox};
 use common::dispatchers::{self, Kind, PoolKind};
 use common::order::{Report, SendSeq, Seq, SeqCheck, check_reports, run_senders};
@@ -188,7 +189,9 @@ fn to_a(i: u32) -> bool {
 
 const COOPS: usize = 4;
 
-fn cooperation_fifo(pool_of: impl FnOnce(&cohort::Environment) -> Binder) {
+/// `split`: an agent on the environment's default dispatcher is added between the two members,
+/// so they are bound in two calls to the pool and must still land on one queue.
+fn cooperation_fifo(pool_of: impl FnOnce(&cohort::Environment) -> Binder, split: bool) {
     let steps = common::count(4_000) as u32;
     let (builder, dead) = DeadLetters::builder();
     let env = builder.start().unwrap();
@@ -208,6 +211,9 @@ fn cooperation_fifo(pool_of: impl FnOnce(&cohort::Environment) -> Binder) {
         let mut coop = env.new_coop();
         coop.set_binder(binder.clone());
         let a = coop.add(Member { shared: s.clone() }).mbox();
+        if split {
+            coop.add_with_binder(common::Idle, env.default_binder());
+        }
         let b = coop.add(Member { shared: s.clone() }).mbox();
         env.register_coop(coop).unwrap();
         pairs.push((a, b));
@@ -258,11 +264,31 @@ fn cooperation_fifo(pool_of: impl FnOnce(&cohort::Environment) -> Binder) {
 #[test]
 fn thread_pool_cooperation_fifo_is_the_default_and_keeps_one_order() {
     watchdog(TIMEOUT, || {
-        cooperation_fifo(|env| {
-            PoolKind::ThreadPool
-                .build(env, "coop-tp", 4)
-                .default_binder()
-        })
+        cooperation_fifo(
+            |env| {
+                PoolKind::ThreadPool
+                    .build(env, "coop-tp", 4)
+                    .default_binder()
+            },
+            false,
+        )
+    });
+}
+
+/// A cooperation's agents on a pool with cooperation fifo share one queue even when agents on
+/// another dispatcher come between them (the pool binds each run of them in its own call).
+#[test]
+fn cooperation_fifo_holds_across_runs_of_binders() {
+    watchdog(TIMEOUT, || {
+        for kind in PoolKind::ALL {
+            cooperation_fifo(
+                |env| {
+                    kind.build(env, "coop-split", 4)
+                        .binder(Fifo::Cooperation, 4)
+                },
+                true,
+            )
+        }
     });
 }
 
@@ -275,6 +301,6 @@ fn cooperation_fifo_keeps_one_order() {
         .filter(|k| k.one_queue_per_cooperation())
         .collect();
     dispatchers::on_each(&kinds, |kind| {
-        cooperation_fifo(|env| kind.binder_with_threads(env, "coop", 4))
+        cooperation_fifo(|env| kind.binder_with_threads(env, "coop", 4), false)
     });
 }

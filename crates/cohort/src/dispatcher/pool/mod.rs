@@ -560,7 +560,16 @@ impl<P: PoolPolicy> Pool<P> {
         }
     }
 
-    fn bind_queue(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError> {
+    /// Binds `agents` agents of cooperation `coop` (already counted in `bound`), handing each
+    /// one's queue to `bound_to`: a queue each, or the cooperation's queue, looked up (or
+    /// made) under the lock once for all of them.
+    fn bind_queues(
+        &self,
+        params: &BindParams,
+        coop: CoopId,
+        agents: usize,
+        bound_to: &mut dyn FnMut(QueueArc),
+    ) {
         let (fifo, max_demands_at_once) = match params {
             BindParams::Pool {
                 fifo,
@@ -568,21 +577,31 @@ impl<P: PoolPolicy> Pool<P> {
             } => (fifo.unwrap_or(P::DEFAULT_FIFO), *max_demands_at_once),
             _ => (P::DEFAULT_FIFO, defaults::MAX_DEMANDS_AT_ONCE),
         };
-        Ok(match fifo {
-            Fifo::Individual => self.new_queue(max_demands_at_once),
-            Fifo::Cooperation => {
-                let mut cq = self.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some((q, n)) = cq.by_coop.get_mut(&coop) {
-                    *n += 1;
-                    q.clone()
-                } else {
-                    let q = self.new_queue(max_demands_at_once);
-                    cq.coop_of.insert(QueueArc::as_ptr(&q) as usize, coop);
-                    cq.by_coop.insert(coop, (q.clone(), 1));
-                    q
+        match fifo {
+            Fifo::Individual => {
+                for _ in 0..agents {
+                    bound_to(self.new_queue(max_demands_at_once));
                 }
             }
-        })
+            Fifo::Cooperation => {
+                let q = {
+                    let mut cq = self.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some((q, n)) = cq.by_coop.get_mut(&coop) {
+                        *n += agents;
+                        q.clone()
+                    } else {
+                        let q = self.new_queue(max_demands_at_once);
+                        cq.coop_of.insert(QueueArc::as_ptr(&q) as usize, coop);
+                        cq.by_coop.insert(coop, (q.clone(), agents));
+                        q
+                    }
+                };
+                for _ in 1..agents {
+                    bound_to(q.clone());
+                }
+                bound_to(q);
+            }
+        }
     }
 }
 
@@ -602,13 +621,24 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
     }
 
     fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError> {
+        crate::dispatcher::bind_one(self, params, coop)
+    }
+
+    fn bind_group(
+        &self,
+        params: &BindParams,
+        coop: CoopId,
+        agents: usize,
+        bound: &mut dyn FnMut(QueueArc),
+    ) -> Result<(), BindError> {
         let pool = &self.0;
-        if !pool.bound.bind(|| pool.wake_all()) {
+        if !pool.bound.bind_many(agents, || pool.wake_all()) {
             return Err(BindError::DispatcherShutDown {
                 name: pool.name.clone(),
             });
         }
-        pool.bind_queue(params, coop)
+        pool.bind_queues(params, coop, agents, bound);
+        Ok(())
     }
 
     fn unbind(&self, queue: &QueueArc, agents: usize) {

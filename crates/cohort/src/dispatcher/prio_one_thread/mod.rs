@@ -186,19 +186,32 @@ impl DispatcherCore for PrioOneThread {
     fn bind(
         &self,
         params: &BindParams,
-        _: crate::runtime::coop::CoopId,
+        coop: crate::runtime::coop::CoopId,
     ) -> Result<QueueArc, BindError> {
+        crate::dispatcher::bind_one(self, params, coop)
+    }
+
+    fn bind_group(
+        &self,
+        params: &BindParams,
+        _: crate::runtime::coop::CoopId,
+        agents: usize,
+        bound: &mut dyn FnMut(QueueArc),
+    ) -> Result<(), BindError> {
         // Any other binding (a plain `binder()`) gives the lowest priority.
         let p = match params {
             BindParams::Priority(p) => usize::from(*p).min(PRIORITIES - 1),
             _ => 0,
         };
-        if !self.bound.bind(|| self.close()) {
+        if !self.bound.bind_many(agents, || self.close()) {
             return Err(BindError::DispatcherShutDown {
                 name: self.name.clone(),
             });
         }
-        Ok(self.queues[p].clone())
+        for _ in 0..agents {
+            bound(self.queues[p].clone());
+        }
+        Ok(())
     }
 
     fn unbind(&self, _queue: &QueueArc, agents: usize) {

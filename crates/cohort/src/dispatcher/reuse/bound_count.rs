@@ -21,8 +21,14 @@ impl Default for BoundCount {
 impl BoundCount {
     /// Counts one more bound agent; false (counting none) once the dispatcher is shut down.
     pub(crate) fn bind(&self, close: impl FnOnce()) -> bool {
-        if self.0.fetch_add(1, Ordering::AcqRel) & SHUT != 0 {
-            self.unbind(1, close);
+        self.bind_many(1, close)
+    }
+
+    /// Counts `agents` more bound agents (at least one) in one update; false (counting none)
+    /// once the dispatcher is shut down.
+    pub(crate) fn bind_many(&self, agents: usize, close: impl FnOnce()) -> bool {
+        if self.0.fetch_add(agents, Ordering::AcqRel) & SHUT != 0 {
+            self.unbind(agents, close);
             return false;
         }
         true
@@ -80,6 +86,20 @@ mod tests {
         }
         c.shut(close);
         c.unbind(3, close);
+        assert_eq!(closed.get(), 0, "one agent still bound");
+        c.unbind(1, close);
+        assert_eq!(closed.get(), 1);
+    }
+
+    #[test]
+    fn a_cooperations_agents_bind_in_one_call() {
+        let closed = Cell::new(0);
+        let close = || closed.set(closed.get() + 1);
+        let c = BoundCount::default();
+        assert!(c.bind_many(3, close));
+        c.shut(close);
+        assert!(!c.bind_many(2, close), "no binding after the shutdown");
+        c.unbind(2, close);
         assert_eq!(closed.get(), 0, "one agent still bound");
         c.unbind(1, close);
         assert_eq!(closed.get(), 1);

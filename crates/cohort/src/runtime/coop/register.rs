@@ -81,6 +81,15 @@ impl Binders {
             .and_then(Option::as_ref)
             .unwrap_or(&self.default)
     }
+
+    /// The end of the run of agents from `start` (below `len`) bound through the same binder:
+    /// the cooperation's default, or an agent's own (each given one binds its agent alone).
+    fn run_end(&self, start: usize, len: usize) -> usize {
+        let binder = self.of(start);
+        (start + 1..len)
+            .find(|&i| !std::ptr::eq(self.of(i), binder))
+            .unwrap_or(len)
+    }
 }
 
 /// The queues the agents were bound to: `all` stays empty while every agent landed on the
@@ -90,8 +99,10 @@ struct BoundQueues {
     all: Vec<QueueArc>,
 }
 
-/// Step 1: binds every agent to its dispatcher; the queue goes into the agent's header. On a
-/// bind error, unbinds the agents already bound and drops every agent value.
+/// Step 1: binds every agent to its dispatcher, a run of agents with the same binder in one
+/// call (one lock or count update per cooperation, not per agent); the queue goes into the
+/// agent's header. On a bind error, unbinds the agents already bound and drops every agent
+/// value.
 fn bind_agents(
     agents: &[Arc<DynCell>],
     binders: &Binders,
@@ -99,35 +110,39 @@ fn bind_agents(
 ) -> Result<BoundQueues, RegisterError> {
     let mut queues: Vec<QueueArc> = Vec::new();
     let mut first_queue: Option<QueueArc> = None;
-    for (index, cell) in agents.iter().enumerate() {
-        match binders.of(index).bind(id) {
-            Ok(q) => {
-                match &first_queue {
-                    None => first_queue = Some(q.clone()),
-                    Some(f) if queues.is_empty() && QueueArc::ptr_eq(f, &q) => {}
-                    Some(f) => {
-                        if queues.is_empty() {
-                            queues.extend(std::iter::repeat_n(f.clone(), index));
-                        }
-                        queues.push(q.clone());
+    // The agents handed a queue so far.
+    let mut index = 0;
+    while index < agents.len() {
+        let end = binders.run_end(index, agents.len());
+        let run = end - index;
+        let result = binders.of(index).bind_group(id, run, &mut |q| {
+            match &first_queue {
+                None => first_queue = Some(q.clone()),
+                Some(f) if queues.is_empty() && QueueArc::ptr_eq(f, &q) => {}
+                Some(f) => {
+                    if queues.is_empty() {
+                        queues.extend(std::iter::repeat_n(f.clone(), index));
                     }
+                    queues.push(q.clone());
                 }
-                // SAFETY: not registered: this thread has the only access to the header's
-                // queue, written before the status leaves `NEW`.
-                unsafe { cell.header.bind_queue(q) };
             }
-            Err(source) => {
-                // SAFETY: not registered: this thread has the only access to the body.
-                let agent = unsafe { cell.body() }.name().into_owned();
-                unbind(&agents[..index], binders);
-                release_agents(agents);
-                return Err(RegisterError::Bind {
-                    agent,
-                    index,
-                    source,
-                });
-            }
+            // SAFETY: not registered: this thread has the only access to the header's queue,
+            // written before the status leaves `NEW`.
+            unsafe { agents[index].header.bind_queue(q) };
+            index += 1;
+        });
+        if let Err(source) = result {
+            // SAFETY: not registered: this thread has the only access to the body.
+            let agent = unsafe { agents[index].body() }.name().into_owned();
+            unbind(&agents[..index], binders);
+            release_agents(agents);
+            return Err(RegisterError::Bind {
+                agent,
+                index,
+                source,
+            });
         }
+        debug_assert_eq!(index, end, "a dispatcher bound fewer agents than asked");
     }
     Ok(BoundQueues {
         first: first_queue.expect("at least one agent"),
