@@ -39,10 +39,7 @@ impl DispatcherHandle {
 
     /// A binder for agents of this dispatcher with binding parameters `params`.
     pub(crate) fn binder_with(&self, params: BindParams) -> Binder {
-        Binder {
-            core: self.core.clone(),
-            params,
-        }
+        Binder::new(self.core.clone(), params)
     }
 
     /// A binder for agents of this dispatcher, with its default binding parameters.

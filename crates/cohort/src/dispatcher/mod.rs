@@ -129,14 +129,22 @@ pub(crate) fn bind_one(
     Ok(queue.expect("a group of one agent is handed one queue"))
 }
 
-/// Binds agents to a dispatcher. Cheap to clone.
+/// Binds agents to a dispatcher. Cheap to clone: one word, one reference count.
 #[derive(Clone)]
-pub struct Binder {
+pub struct Binder(Arc<BinderInner>);
+
+/// What a [`Binder`] shares between its clones: one word in every agent or cooperation that
+/// keeps a binder (a parent that places its children like itself keeps one per agent).
+struct BinderInner {
     core: Arc<dyn DispatcherCore>,
     params: BindParams,
 }
 
 impl Binder {
+    pub(crate) fn new(core: Arc<dyn DispatcherCore>, params: BindParams) -> Self {
+        Self(Arc::new(BinderInner { core, params }))
+    }
+
     /// Binds `agents` agents of cooperation `coop` (see [`DispatcherCore::bind_group`]).
     pub(crate) fn bind_group(
         &self,
@@ -144,12 +152,12 @@ impl Binder {
         agents: usize,
         bound: &mut dyn FnMut(QueueArc),
     ) -> Result<(), BindError> {
-        self.core.bind_group(&self.params, coop, agents, bound)
+        self.0.core.bind_group(&self.0.params, coop, agents, bound)
     }
 
     /// Unbinds `agents` agents (at least one) of one cooperation, all bound to `q`.
     pub(crate) fn unbind(&self, q: &QueueArc, agents: usize) {
-        self.core.unbind(q, agents)
+        self.0.core.unbind(q, agents)
     }
 
     /// Unbinds an agent whose registration failed after it was bound.
@@ -157,19 +165,19 @@ impl Binder {
         // SAFETY: called only for agents bound during the failing registration, on the
         // registering thread, so the queue is set.
         let q = unsafe { header.queue_arc() };
-        self.core.unbind(q, 1)
+        self.0.core.unbind(q, 1)
     }
 
     /// The dispatcher's name.
     pub fn dispatcher_name(&self) -> &str {
-        self.core.name()
+        self.0.core.name()
     }
 }
 
 impl fmt::Debug for Binder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Binder")
-            .field("dispatcher", &self.core.name())
+            .field("dispatcher", &self.0.core.name())
             .finish()
     }
 }

@@ -17,6 +17,7 @@ use crate::runtime::env::EnvShared;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use thin_vec::ThinVec;
 
 impl Coop {
     /// Registers the cooperation: binds every agent, runs every `define` on this thread, then
@@ -177,7 +178,7 @@ fn group_by_queue(
         return (
             Groups {
                 first: Some(group),
-                more: Box::new([]),
+                more: ThinVec::new(),
             },
             None,
         );

@@ -16,6 +16,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use thin_vec::ThinVec;
 
 /// How many cooperations have begun finishing, in this process: a 1:N send reads it once
 /// and carries it, so that a receiver whose cooperation began finishing at or before that
@@ -47,7 +48,7 @@ pub(super) struct CoopState {
     pub(super) first_child: Option<Arc<CoopInner>>,
     pub(super) children: usize,
     /// Woken once the cooperation is gone (see `wait.rs`).
-    pub(super) gone_waiters: Vec<std::task::Waker>,
+    pub(super) gone_waiters: ThinVec<std::task::Waker>,
     /// The panic that deregistered it, if one did.
     pub(super) panic: PanicRecord,
 }
@@ -69,10 +70,11 @@ pub(super) struct Group {
     pub(super) end: u32,
 }
 
-/// A cooperation's groups: the first inline (most cooperations have one), the rest boxed.
+/// A cooperation's groups: the first inline (most cooperations have one), the rest in a
+/// vector whose length lives in its block (one word here).
 pub(super) struct Groups {
     pub(super) first: Option<Group>,
-    pub(super) more: Box<[Group]>,
+    pub(super) more: ThinVec<Group>,
 }
 
 impl Groups {
@@ -106,8 +108,9 @@ pub(crate) struct CoopInner {
     pub(super) links: UnsafeCell<Links>,
     /// Live children, plus one while the cooperation is not deregistering.
     pub(super) pending: AtomicUsize,
-    /// Groups that have not finished yet.
-    pub(super) groups_left: AtomicUsize,
+    /// Groups that have not finished yet (no more than agents, counted in `u32` as groups
+    /// index them).
+    pub(super) groups_left: AtomicU32,
     /// The finish epoch its agents became `FINISHING` at: written before their status, so
     /// whoever reads `FINISHING` (acquire) reads it.
     pub(super) finishing_since: AtomicU32,
@@ -128,7 +131,7 @@ impl CoopInner {
     pub(crate) fn root(env: Arc<EnvShared>) -> Self {
         let groups = Groups {
             first: None,
-            more: Box::new([]),
+            more: ThinVec::new(),
         };
         Self::new(CoopId(0), env, None, Box::new([]), groups, None)
     }
@@ -148,7 +151,7 @@ impl CoopInner {
         } else {
             CoopStatus::Registered
         };
-        let groups_left = AtomicUsize::new(groups.len());
+        let groups_left = AtomicU32::new(groups.len() as u32);
         Self {
             id,
             env,
@@ -160,7 +163,7 @@ impl CoopInner {
                 reason: DeregReason::Normal,
                 first_child: None,
                 children: 0,
-                gone_waiters: Vec::new(),
+                gone_waiters: ThinVec::new(),
                 panic: None,
             }),
             links: UnsafeCell::new(Links {
@@ -548,5 +551,21 @@ impl fmt::Debug for CoopHandle {
             .field("id", &self.inner.id)
             .field("name", &self.name())
             .finish()
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod layout_tests {
+    use super::CoopInner;
+    use crate::dispatcher::Binder;
+    use std::mem::size_of;
+
+    /// A tree of small cooperations (skynet: one per ten agents) keeps one of these per
+    /// cooperation: 200 bytes with the `Arc`'s counts, a 208-byte block of the allocator.
+    #[test]
+    fn a_cooperation_is_184_bytes_and_a_binder_one_word() {
+        assert_eq!(size_of::<CoopInner>(), 184);
+        assert_eq!(size_of::<Binder>(), size_of::<usize>());
+        assert_eq!(size_of::<Option<Binder>>(), size_of::<usize>());
     }
 }
