@@ -95,6 +95,14 @@ struct ActiveGroup {
 }
 
 impl ActiveGroup {
+    /// The group a binding names: its own, or the dispatcher's name for a plain `binder()`.
+    fn group_of(&self, params: &BindParams) -> Arc<str> {
+        match params {
+            BindParams::Group(g) => g.clone(),
+            _ => Arc::from(self.name.as_str()),
+        }
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -111,10 +119,7 @@ impl DispatcherCore for ActiveGroup {
     }
 
     fn bind(&self, params: &BindParams, _: CoopId) -> Result<QueueArc, BindError> {
-        let group: Arc<str> = match params {
-            BindParams::Group(g) => g.clone(),
-            _ => Arc::from(self.name.as_str()),
-        };
+        let group = self.group_of(params);
         let mut st = self.state();
         if st.shut {
             return Err(BindError::DispatcherShutDown {
@@ -165,17 +170,17 @@ impl DispatcherCore for ActiveGroup {
         Ok(queue)
     }
 
-    fn unbind(&self, queue: &QueueArc, agents: usize) {
+    fn unbind(&self, params: &BindParams, _: CoopId, queue: &QueueArc, agents: usize) {
+        let name = self.group_of(params);
         let mut st = self.state();
-        let Some(name) = st
+        let Some(g) = st
             .groups
-            .iter()
-            .find(|(_, g)| QueueArc::ptr_eq(&g.queue, queue))
-            .map(|(n, _)| n.clone())
+            .get_mut(&name)
+            .filter(|g| QueueArc::ptr_eq(&g.queue, queue))
         else {
+            debug_assert!(false, "unbinding from a group that is not bound");
             return;
         };
-        let g = st.groups.get_mut(&name).expect("found just above");
         debug_assert!(g.agents >= agents, "more agents unbound than bound");
         g.agents = g.agents.saturating_sub(agents);
         if g.agents == 0 {

@@ -103,7 +103,13 @@ impl DispatcherCore for ActiveObj {
         Ok(queue)
     }
 
-    fn unbind(&self, queue: &QueueArc, _agents: usize) {
+    fn unbind(
+        &self,
+        _: &super::BindParams,
+        _: crate::runtime::coop::CoopId,
+        queue: &QueueArc,
+        _agents: usize,
+    ) {
         // The queue's one agent.
         queue.close();
     }

@@ -106,9 +106,10 @@ pub(crate) trait DispatcherCore: Send + Sync {
         }
         Ok(())
     }
-    /// `agents` agents bound to `queue` (at least one, of one cooperation) have finished: a
-    /// cooperation's agents on one queue are unbound in one call.
-    fn unbind(&self, queue: &QueueArc, agents: usize);
+    /// `agents` agents (at least one) of cooperation `coop`, bound with `params` to `queue`,
+    /// have finished: a cooperation's agents on one queue through one binder are unbound in
+    /// one call.
+    fn unbind(&self, params: &BindParams, coop: CoopId, queue: &QueueArc, agents: usize);
     /// Refuses new bindings; worker threads exit once their agents are gone.
     fn shutdown(&self);
     /// Joins the worker threads (after `shutdown`, once their agents are gone).
@@ -155,17 +156,18 @@ impl Binder {
         self.0.core.bind_group(&self.0.params, coop, agents, bound)
     }
 
-    /// Unbinds `agents` agents (at least one) of one cooperation, all bound to `q`.
-    pub(crate) fn unbind(&self, q: &QueueArc, agents: usize) {
-        self.0.core.unbind(q, agents)
+    /// Unbinds `agents` agents (at least one) of cooperation `coop`, all bound to `q` through
+    /// this binder.
+    pub(crate) fn unbind(&self, coop: CoopId, q: &QueueArc, agents: usize) {
+        self.0.core.unbind(&self.0.params, coop, q, agents)
     }
 
-    /// Unbinds an agent whose registration failed after it was bound.
-    pub(crate) fn unbind_queue_of(&self, header: &crate::agent::cell::Header) {
+    /// Unbinds an agent of cooperation `coop` whose registration failed after it was bound.
+    pub(crate) fn unbind_queue_of(&self, coop: CoopId, header: &crate::agent::cell::Header) {
         // SAFETY: called only for agents bound during the failing registration, on the
         // registering thread, so the queue is set.
         let q = unsafe { header.queue_arc() };
-        self.0.core.unbind(q, 1)
+        self.0.core.unbind(&self.0.params, coop, q, 1)
     }
 
     /// The dispatcher's name.

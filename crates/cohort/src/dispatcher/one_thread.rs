@@ -111,7 +111,13 @@ impl DispatcherCore for OneThread {
         Ok(())
     }
 
-    fn unbind(&self, _queue: &QueueArc, agents: usize) {
+    fn unbind(
+        &self,
+        _: &super::BindParams,
+        _: crate::runtime::coop::CoopId,
+        _: &QueueArc,
+        agents: usize,
+    ) {
         self.bound.unbind(agents, || self.queue.close());
     }
 

@@ -79,7 +79,7 @@ impl DispatcherCore for TestThread {
         Ok(self.queue.clone())
     }
 
-    fn unbind(&self, _: &QueueArc, agents: usize) {
+    fn unbind(&self, _: &BindParams, _: CoopId, _: &QueueArc, agents: usize) {
         self.bound.unbind(agents, || self.queue.close());
     }
 

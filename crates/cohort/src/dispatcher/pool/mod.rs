@@ -53,7 +53,7 @@ use park::ForeverParked;
 use slot::{OwnSlot, Slot, SlotOwner};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -77,17 +77,20 @@ pub(crate) struct Pool<P: PoolPolicy> {
     probes: Box<[Arc<WorkerProbe>]>,
     /// Bound agents, and whether the pool is shut down.
     bound: BoundCount,
-    /// Cooperation-fifo queues: one per cooperation, shared by its agents.
-    coop_queues: Mutex<CoopQueues>,
+    /// Cooperation-fifo queues: one per cooperation, shared by its agents, in shards by
+    /// cooperation id.
+    coop_queues: Box<[CachePadded<Mutex<CoopQueues>>]>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     me: Weak<Pool<P>>,
 }
 
-#[derive(Default)]
-struct CoopQueues {
-    by_coop: HashMap<CoopId, (QueueArc, usize)>,
-    coop_of: HashMap<usize, CoopId>,
-}
+/// Each cooperation's queue and how many of its agents are bound to it.
+type CoopQueues = HashMap<CoopId, (QueueArc, usize)>;
+
+/// Shards of the cooperation-queue table: every worker registers and deregisters
+/// cooperations (skynet's teardown on two workers waited on one lock), and cooperation ids
+/// are consecutive, so ids modulo this spread them evenly.
+const COOP_QUEUE_SHARDS: usize = 16;
 
 /// A pool worker's own state, reachable from its thread while it runs.
 pub(crate) struct WorkerCtx<P: PoolPolicy> {
@@ -183,7 +186,9 @@ impl<P: PoolPolicy> Pool<P> {
                 .map(|i| WorkerProbe::new(format!("cohort-{name}-{i}"), switch.clone()))
                 .collect(),
             bound: BoundCount::default(),
-            coop_queues: Mutex::new(CoopQueues::default()),
+            coop_queues: (0..COOP_QUEUE_SHARDS)
+                .map(|_| CachePadded::new(Mutex::new(CoopQueues::new())))
+                .collect(),
             threads: Mutex::new(Vec::new()),
             me: me.clone(),
         });
@@ -560,6 +565,25 @@ impl<P: PoolPolicy> Pool<P> {
         }
     }
 
+    /// A binding's fifo and `max_demands_at_once` (the pool's defaults for a plain
+    /// `binder()`).
+    fn binding(params: &BindParams) -> (Fifo, usize) {
+        match params {
+            BindParams::Pool {
+                fifo,
+                max_demands_at_once,
+            } => (fifo.unwrap_or(P::DEFAULT_FIFO), *max_demands_at_once),
+            _ => (P::DEFAULT_FIFO, defaults::MAX_DEMANDS_AT_ONCE),
+        }
+    }
+
+    /// The locked shard of the cooperation-queue table that holds `coop`'s queue.
+    fn coop_queues_of(&self, coop: CoopId) -> MutexGuard<'_, CoopQueues> {
+        self.coop_queues[(coop.0 % COOP_QUEUE_SHARDS as u64) as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Binds `agents` agents of cooperation `coop` (already counted in `bound`), handing each
     /// one's queue to `bound_to`: a queue each, or the cooperation's queue, looked up (or
     /// made) under the lock once for all of them.
@@ -570,13 +594,7 @@ impl<P: PoolPolicy> Pool<P> {
         agents: usize,
         bound_to: &mut dyn FnMut(QueueArc),
     ) {
-        let (fifo, max_demands_at_once) = match params {
-            BindParams::Pool {
-                fifo,
-                max_demands_at_once,
-            } => (fifo.unwrap_or(P::DEFAULT_FIFO), *max_demands_at_once),
-            _ => (P::DEFAULT_FIFO, defaults::MAX_DEMANDS_AT_ONCE),
-        };
+        let (fifo, max_demands_at_once) = Self::binding(params);
         match fifo {
             Fifo::Individual => {
                 for _ in 0..agents {
@@ -585,14 +603,13 @@ impl<P: PoolPolicy> Pool<P> {
             }
             Fifo::Cooperation => {
                 let q = {
-                    let mut cq = self.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
-                    if let Some((q, n)) = cq.by_coop.get_mut(&coop) {
+                    let mut cq = self.coop_queues_of(coop);
+                    if let Some((q, n)) = cq.get_mut(&coop) {
                         *n += agents;
                         q.clone()
                     } else {
                         let q = self.new_queue(max_demands_at_once);
-                        cq.coop_of.insert(QueueArc::as_ptr(&q) as usize, coop);
-                        cq.by_coop.insert(coop, (q.clone(), agents));
+                        cq.insert(coop, (q.clone(), agents));
                         q
                     }
                 };
@@ -641,28 +658,29 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
         Ok(())
     }
 
-    fn unbind(&self, queue: &QueueArc, agents: usize) {
+    fn unbind(&self, params: &BindParams, coop: CoopId, queue: &QueueArc, agents: usize) {
         let pool = &self.0;
-        let last = {
-            let mut cq = pool.coop_queues.lock().unwrap_or_else(|e| e.into_inner());
-            let key = QueueArc::as_ptr(queue) as usize;
-            match cq.coop_of.get(&key).copied() {
-                // A cooperation's queue: the last of its agents.
-                Some(coop) => match cq.by_coop.get_mut(&coop) {
-                    Some((_, n)) => {
+        let last = match Pool::<P>::binding(params).0 {
+            // An agent's own queue.
+            Fifo::Individual => true,
+            // A cooperation's queue: the last of its agents gives it back.
+            Fifo::Cooperation => {
+                let mut cq = pool.coop_queues_of(coop);
+                match cq.get_mut(&coop) {
+                    Some((q, n)) if QueueArc::ptr_eq(q, queue) => {
                         debug_assert!(*n >= agents, "more agents unbound than bound");
                         *n = n.saturating_sub(agents);
                         let last = *n == 0;
                         if last {
-                            cq.by_coop.remove(&coop);
-                            cq.coop_of.remove(&key);
+                            cq.remove(&coop);
                         }
                         last
                     }
-                    None => false,
-                },
-                // An agent's own queue.
-                None => true,
+                    _ => {
+                        debug_assert!(false, "a cooperation's queue missing from the table");
+                        false
+                    }
+                }
             }
         };
         if last {

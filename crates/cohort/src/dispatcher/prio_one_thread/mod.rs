@@ -214,7 +214,7 @@ impl DispatcherCore for PrioOneThread {
         Ok(())
     }
 
-    fn unbind(&self, _queue: &QueueArc, agents: usize) {
+    fn unbind(&self, _: &BindParams, _: crate::runtime::coop::CoopId, _: &QueueArc, agents: usize) {
         self.bound.unbind(agents, || self.close());
     }
 

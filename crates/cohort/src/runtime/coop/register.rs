@@ -45,7 +45,7 @@ impl Coop {
 
         let queues = bind_agents(&agents, &binders, id)?;
         let Some(parent) = parent.or_else(|| shared.root()) else {
-            unbind(&agents, &binders);
+            unbind(&agents, &binders, id);
             release_agents(&agents);
             return Err(RegisterError::EnvironmentStopped);
         };
@@ -135,7 +135,7 @@ fn bind_agents(
         if let Err(source) = result {
             // SAFETY: not registered: this thread has the only access to the body.
             let agent = unsafe { agents[index].body() }.name().into_owned();
-            unbind(&agents[..index], binders);
+            unbind(&agents[..index], binders, id);
             release_agents(agents);
             return Err(RegisterError::Bind {
                 agent,
@@ -151,10 +151,10 @@ fn bind_agents(
     })
 }
 
-/// Unbinds `agents` (the first ones of the cooperation, in `add` order) from their queues.
-fn unbind(agents: &[Arc<DynCell>], binders: &Binders) {
+/// Unbinds `agents` (the first ones of cooperation `id`, in `add` order) from their queues.
+fn unbind(agents: &[Arc<DynCell>], binders: &Binders, id: CoopId) {
     for (i, c) in agents.iter().enumerate() {
-        binders.of(i).unbind_queue_of(&c.header);
+        binders.of(i).unbind_queue_of(id, &c.header);
     }
 }
 

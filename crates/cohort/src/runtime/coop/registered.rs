@@ -285,7 +285,8 @@ impl CoopInner {
     pub(super) fn unbind_all(&self) {
         // A group is its agents on one queue through one binder: one call for all of them.
         for g in self.groups.iter().filter(|g| g.end > g.start) {
-            g.binder.unbind(&g.queue, (g.end - g.start) as usize);
+            g.binder
+                .unbind(self.id, &g.queue, (g.end - g.start) as usize);
         }
     }
 
