@@ -143,6 +143,14 @@ pub enum BindError {
         /// The dispatcher that owns it.
         owner: String,
     },
+    /// The binder's dispatcher belongs to another environment than the cooperation's.
+    #[error(
+        "dispatcher `{name}` belongs to another environment: bind the cooperation's agents to a dispatcher built with the cooperation's own environment"
+    )]
+    OtherEnvironment {
+        /// The dispatcher's name.
+        name: String,
+    },
     /// The dispatcher could not start a worker thread.
     #[error("dispatcher `{name}` could not start a worker thread: {source}")]
     Spawn {

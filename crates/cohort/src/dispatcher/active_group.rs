@@ -7,7 +7,7 @@
 
 use super::handle::typed_handle;
 use super::reuse::{thread_builder_setters, worker};
-use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
+use super::{BindParams, Binder, DispatcherCore};
 use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::{EventQueue, QueueArc};
@@ -56,8 +56,7 @@ impl ActiveGroupBuilder {
             env: Arc::downgrade(env.shared()),
             state: Mutex::new(State::default()),
         });
-        env.shared().add_dispatcher(core.clone())?;
-        Ok(ActiveGroupHandle(DispatcherHandle::new(core)))
+        Ok(ActiveGroupHandle(env.shared().add_dispatcher(core)?))
     }
 }
 

@@ -48,8 +48,7 @@ impl ActiveObjBuilder {
                 threads: Vec::new(),
             }),
         });
-        env.shared().add_dispatcher(core.clone())?;
-        Ok(DispatcherHandle::new(core))
+        env.shared().add_dispatcher(core)
     }
 }
 

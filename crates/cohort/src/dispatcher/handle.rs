@@ -3,6 +3,7 @@
 //! dispatcher would ignore does not compile.
 
 use super::{BindParams, Binder, DispatcherCore};
+use crate::runtime::env::EnvId;
 use std::fmt;
 use std::sync::Arc;
 
@@ -30,16 +31,18 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct DispatcherHandle {
     core: Arc<dyn DispatcherCore>,
+    /// The environment the dispatcher belongs to.
+    env: EnvId,
 }
 
 impl DispatcherHandle {
-    pub(crate) fn new(core: Arc<dyn DispatcherCore>) -> Self {
-        Self { core }
+    pub(crate) fn new(core: Arc<dyn DispatcherCore>, env: EnvId) -> Self {
+        Self { core, env }
     }
 
     /// A binder for agents of this dispatcher with binding parameters `params`.
     pub(crate) fn binder_with(&self, params: BindParams) -> Binder {
-        Binder::new(self.core.clone(), params)
+        Binder::new(self.core.clone(), params, self.env)
     }
 
     /// A binder for agents of this dispatcher, with its default binding parameters.

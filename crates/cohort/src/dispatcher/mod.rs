@@ -80,6 +80,7 @@ pub(crate) enum BindParams {
 
 use crate::error::BindError;
 use crate::queue::QueueArc;
+use crate::runtime::env::EnvId;
 use std::fmt;
 use std::sync::Arc;
 
@@ -139,11 +140,19 @@ pub struct Binder(Arc<BinderInner>);
 struct BinderInner {
     core: Arc<dyn DispatcherCore>,
     params: BindParams,
+    /// The environment the dispatcher belongs to (a cooperation of another refuses it).
+    env: EnvId,
 }
 
 impl Binder {
-    pub(crate) fn new(core: Arc<dyn DispatcherCore>, params: BindParams) -> Self {
-        Self(Arc::new(BinderInner { core, params }))
+    pub(crate) fn new(core: Arc<dyn DispatcherCore>, params: BindParams, env: EnvId) -> Self {
+        Self(Arc::new(BinderInner { core, params, env }))
+    }
+
+    /// The environment whose dispatcher this binder binds to.
+    #[inline]
+    pub(crate) fn env(&self) -> EnvId {
+        self.0.env
     }
 
     /// Binds `agents` agents of cooperation `coop` (see [`DispatcherCore::bind_group`]).

@@ -67,8 +67,7 @@ impl OneThreadBuilder {
             probe,
             thread: Mutex::new(Some(thread)),
         });
-        env.shared().add_dispatcher(core.clone())?;
-        Ok(DispatcherHandle::new(core))
+        env.shared().add_dispatcher(core)
     }
 }
 

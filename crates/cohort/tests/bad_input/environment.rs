@@ -36,6 +36,21 @@ fn empty_coop_is_refused() {
     });
 }
 
+/// Registers an echo agent in `env` (on `binder`, else the default dispatcher) and waits for
+/// its answer to a ping: the environment works.
+fn answers(env: &Environment, binder: Option<cohort::Binder>, what: &str) {
+    let (tx, rx) = mpsc::channel();
+    let mut coop = env.new_coop();
+    let echo = match binder {
+        Some(b) => coop.add_with_binder(Echo::signal(tx), b),
+        None => coop.add(Echo::signal(tx)),
+    }
+    .mbox();
+    env.register_coop(coop).unwrap();
+    echo.send(Ping);
+    common::recv(&rx, what);
+}
+
 /// Binds agent #0 to the default dispatcher and agent #1 to a dispatcher of `kind` that was
 /// shut down (its binder taken before).
 fn bind_to_shut_dispatcher(kind: Kind) {
@@ -74,12 +89,7 @@ fn bind_to_shut_dispatcher(kind: Kind) {
 
     // Agent #0 was bound to the default dispatcher then unbound: the environment still
     // works, and stops (a binding left behind would keep the default worker alive forever).
-    let (tx, rx) = mpsc::channel();
-    let mut coop = env.new_coop();
-    let echo = coop.add(Echo::signal(tx)).mbox();
-    env.register_coop(coop).unwrap();
-    echo.send(Ping);
-    common::recv(&rx, "a reply on the default dispatcher");
+    answers(&env, None, "a reply on the default dispatcher");
     env.stop_and_wait();
     assert_eq!(started.get(), 0, "no agent of the refused coop started");
 }
@@ -87,6 +97,61 @@ fn bind_to_shut_dispatcher(kind: Kind) {
 #[test]
 fn binding_to_a_shut_down_dispatcher_fails() {
     dispatchers::on_every_kind(bind_to_shut_dispatcher);
+}
+
+/// A cooperation of one environment given a binder of another environment's dispatcher of
+/// `kind`: refused with a typed error naming the dispatcher, nothing of it bound or started,
+/// and both environments keep working and stop.
+fn bind_to_other_environments_dispatcher(kind: Kind) {
+    let name = "elsewhere";
+    let owner = Environment::builder().start().unwrap();
+    let foreign = kind.build(&owner, name, 2);
+    let env = Environment::builder().start().unwrap();
+
+    let started = Counter::new();
+    let (tx, _rx) = mpsc::channel();
+    // As an agent's own binder, after an agent on the default dispatcher...
+    let mut coop = env.new_coop();
+    coop.add(Echo::signal(tx.clone()).counting_starts(&started));
+    coop.add_with_binder(
+        Echo::signal(tx.clone()).counting_starts(&started),
+        foreign.binder.clone(),
+    );
+    // ... and as the cooperation's binder.
+    let mut whole = env.new_coop();
+    whole.set_binder(foreign.binder.clone());
+    whole.add(Echo::signal(tx).counting_starts(&started));
+    for (coop, refused_at) in [(coop, 1), (whole, 0)] {
+        match env.register_coop(coop) {
+            Err(RegisterError::Bind {
+                index,
+                source: BindError::OtherEnvironment { name: dispatcher },
+                ..
+            }) => {
+                assert_eq!(index, refused_at);
+                assert_eq!(dispatcher, name);
+            }
+            other => panic!("expected Bind(OtherEnvironment), got {other:?}"),
+        }
+    }
+    assert_eq!(env.coop_count(), 0);
+
+    // Each environment still runs its own agents.
+    answers(&env, None, "a reply on the default dispatcher");
+    answers(&owner, None, "a reply on the owner's default dispatcher");
+    answers(
+        &owner,
+        Some(foreign.binder.clone()),
+        "a reply on the dispatcher in its own environment",
+    );
+    env.stop_and_wait();
+    owner.stop_and_wait();
+    assert_eq!(started.get(), 0, "no agent of a refused coop started");
+}
+
+#[test]
+fn a_dispatcher_of_another_environment_is_refused() {
+    dispatchers::on_every_kind(bind_to_other_environments_dispatcher);
 }
 
 #[test]

@@ -6,7 +6,7 @@ use super::{HomeQueuePace, Pool, PoolCore, PoolPolicy};
 use crate::defaults;
 use crate::dispatcher::handle::typed_handle;
 use crate::dispatcher::reuse::spin::WorkerSpin;
-use crate::dispatcher::{BindParams, Binder, DispatcherHandle, Fifo};
+use crate::dispatcher::{BindParams, Binder, Fifo};
 use crate::error::DispatcherError;
 use crate::runtime::env::Environment;
 use std::sync::Arc;
@@ -180,8 +180,7 @@ impl PoolParams {
             source,
         })?;
         let core = Arc::new(PoolCore(pool));
-        env.shared().add_dispatcher(core.clone())?;
-        Ok(PoolHandle(DispatcherHandle::new(core)))
+        Ok(PoolHandle(env.shared().add_dispatcher(core)?))
     }
 }
 

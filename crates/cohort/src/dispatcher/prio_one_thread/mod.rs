@@ -8,7 +8,7 @@ mod worker;
 use super::handle::typed_handle;
 use super::reuse::bound_count::BoundCount;
 use super::reuse::thread_builder_setters;
-use super::{BindParams, Binder, DispatcherCore, DispatcherHandle};
+use super::{BindParams, Binder, DispatcherCore};
 use crate::dispatcher::reuse::spin::WorkerSpin;
 use crate::error::{BindError, DispatcherError};
 use crate::queue::wakeup::SharedWakeup;
@@ -142,8 +142,7 @@ impl PrioOneThreadBuilder {
             probe,
             thread: Mutex::new(Some(thread)),
         });
-        env.shared().add_dispatcher(core.clone())?;
-        Ok(PrioOneThreadHandle(DispatcherHandle::new(core)))
+        Ok(PrioOneThreadHandle(env.shared().add_dispatcher(core)?))
     }
 }
 

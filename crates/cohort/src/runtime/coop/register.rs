@@ -11,9 +11,9 @@ use super::{CoopId, CoopRegistered, Step};
 use crate::agent::cell::{ACTIVE, DefineFailure, DynCell};
 use crate::agent::demand::Demand;
 use crate::dispatcher::Binder;
-use crate::error::RegisterError;
+use crate::error::{BindError, RegisterError};
 use crate::queue::QueueArc;
-use crate::runtime::env::EnvShared;
+use crate::runtime::env::{EnvId, EnvShared};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -43,7 +43,7 @@ impl Coop {
         };
         let id = shared.next_coop_id();
 
-        let queues = bind_agents(&agents, &binders, id)?;
+        let queues = bind_agents(&agents, &binders, id, shared.id())?;
         let Some(parent) = parent.or_else(|| shared.root()) else {
             unbind(&agents, &binders, id);
             release_agents(&agents);
@@ -102,12 +102,13 @@ struct BoundQueues {
 
 /// Step 1: binds every agent to its dispatcher, a run of agents with the same binder in one
 /// call (one lock or count update per cooperation, not per agent); the queue goes into the
-/// agent's header. On a bind error, unbinds the agents already bound and drops every agent
-/// value.
+/// agent's header. A binder of another environment's dispatcher is refused. On a bind
+/// error, unbinds the agents already bound and drops every agent value.
 fn bind_agents(
     agents: &[Arc<DynCell>],
     binders: &Binders,
     id: CoopId,
+    env: EnvId,
 ) -> Result<BoundQueues, RegisterError> {
     let mut queues: Vec<QueueArc> = Vec::new();
     let mut first_queue: Option<QueueArc> = None;
@@ -116,22 +117,29 @@ fn bind_agents(
     while index < agents.len() {
         let end = binders.run_end(index, agents.len());
         let run = end - index;
-        let result = binders.of(index).bind_group(id, run, &mut |q| {
-            match &first_queue {
-                None => first_queue = Some(q.clone()),
-                Some(f) if queues.is_empty() && QueueArc::ptr_eq(f, &q) => {}
-                Some(f) => {
-                    if queues.is_empty() {
-                        queues.extend(std::iter::repeat_n(f.clone(), index));
+        let binder = binders.of(index);
+        let result = if binder.env() != env {
+            Err(BindError::OtherEnvironment {
+                name: binder.dispatcher_name().to_owned(),
+            })
+        } else {
+            binder.bind_group(id, run, &mut |q| {
+                match &first_queue {
+                    None => first_queue = Some(q.clone()),
+                    Some(f) if queues.is_empty() && QueueArc::ptr_eq(f, &q) => {}
+                    Some(f) => {
+                        if queues.is_empty() {
+                            queues.extend(std::iter::repeat_n(f.clone(), index));
+                        }
+                        queues.push(q.clone());
                     }
-                    queues.push(q.clone());
                 }
-            }
-            // SAFETY: not registered: this thread has the only access to the header's queue,
-            // written before the status leaves `NEW`.
-            unsafe { agents[index].header.bind_queue(q) };
-            index += 1;
-        });
+                // SAFETY: not registered: this thread has the only access to the header's queue,
+                // written before the status leaves `NEW`.
+                unsafe { agents[index].header.bind_queue(q) };
+                index += 1;
+            })
+        };
         if let Err(source) = result {
             // SAFETY: not registered: this thread has the only access to the body.
             let agent = unsafe { agents[index].body() }.name().into_owned();

@@ -283,7 +283,9 @@ impl CoopInner {
 
     /// Unbinds every agent (registration failed, or the cooperation is gone).
     pub(super) fn unbind_all(&self) {
-        // A group is its agents on one queue through one binder: one call for all of them.
+        // A group is its agents on one queue: one call for all of them, through its first
+        // agent's binder (agents that share a queue were bound with parameters that agree on
+        // what an unbind reads: a pool's fifo, an active_group's name).
         for g in self.groups.iter().filter(|g| g.end > g.start) {
             g.binder
                 .unbind(self.id, &g.queue, (g.end - g.start) as usize);

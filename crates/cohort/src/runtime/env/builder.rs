@@ -1,9 +1,9 @@
 //! [`EnvironmentBuilder`] and [`launch`]: how an environment is configured and started.
 
 use super::shared::Finished;
-use super::{EnvShared, Environment, WrappedEnv};
+use super::{EnvId, EnvShared, Environment, WrappedEnv};
 use crate::defaults;
-use crate::dispatcher::{DispatcherCore, DispatcherHandle, OneThreadBuilder};
+use crate::dispatcher::{DispatcherCore, OneThreadBuilder};
 use crate::error::{DispatcherError, LaunchError};
 use crate::mailbox::dead_letter::{DeadLetter, DeadLetterHook};
 use crate::panic::PanicReaction;
@@ -206,6 +206,7 @@ impl EnvironmentBuilder {
         // Before anything is built: nothing to undo.
         self.worker_spin.validate("default")?;
         let shared = Arc::new(EnvShared {
+            id: EnvId::next(),
             root: Mutex::new(None),
             default_binder: OnceLock::new(),
             dispatchers: Mutex::new(Vec::new()),
@@ -239,10 +240,7 @@ impl EnvironmentBuilder {
             Some(Arc::new(CoopInner::root(shared.clone())));
         let env = Environment(shared);
         let default = match self.default_dispatcher {
-            Some(core) => env
-                .0
-                .add_dispatcher(core.clone())
-                .map(|()| DispatcherHandle::new(core)),
+            Some(core) => env.0.add_dispatcher(core),
             None => OneThreadBuilder::new()
                 .name("default")
                 .worker_spin(env.0.worker_spin)

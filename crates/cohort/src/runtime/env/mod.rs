@@ -14,4 +14,4 @@ mod stats_thread;
 
 pub use builder::{EnvironmentBuilder, launch};
 pub use environment::{Environment, WrappedEnv};
-pub(crate) use shared::EnvShared;
+pub(crate) use shared::{EnvId, EnvShared};

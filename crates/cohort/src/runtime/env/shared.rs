@@ -2,7 +2,7 @@
 //! dispatchers, dead letters, named mailboxes, tracer) and how it stops.
 
 use super::stats_thread::StatsThread;
-use crate::dispatcher::{Binder, DispatcherCore};
+use crate::dispatcher::{Binder, DispatcherCore, DispatcherHandle};
 use crate::error::DispatcherError;
 use crate::mailbox::IndirectMbox;
 use crate::mailbox::dead_letter::{DeadLetter, DeadLetterHook, DeliveryFailure};
@@ -25,8 +25,24 @@ pub(super) enum Finished {
 /// Mailboxes by name, held weakly (a name lives while someone holds its mailbox).
 pub(super) type MboxNames = std::collections::HashMap<Arc<str>, std::sync::Weak<IndirectMbox>>;
 
+/// An environment's identity, unique in the process: a binder carries its dispatcher's, so
+/// that a cooperation refuses a dispatcher of another environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EnvId(u64);
+
+impl EnvId {
+    /// A new identity (process-wide counter: environments are few).
+    pub(super) fn next() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        EnvId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// The state shared by every handle to one environment.
 pub(crate) struct EnvShared {
+    /// Unique in the process: what a binder names to say which environment its dispatcher
+    /// belongs to.
+    pub(super) id: EnvId,
     pub(super) root: Mutex<Option<Arc<CoopInner>>>,
     pub(super) default_binder: OnceLock<Binder>,
     pub(super) dispatchers: Mutex<Vec<Arc<dyn DispatcherCore>>>,
@@ -122,7 +138,12 @@ impl EnvShared {
             .clone()
     }
 
-    pub(crate) fn add_dispatcher(&self, d: Arc<dyn DispatcherCore>) -> Result<(), DispatcherError> {
+    /// Registers a new dispatcher (it stops and joins with the environment) and returns its
+    /// handle, whose binders belong to this environment.
+    pub(crate) fn add_dispatcher(
+        &self,
+        d: Arc<dyn DispatcherCore>,
+    ) -> Result<DispatcherHandle, DispatcherError> {
         let mut ds = self.dispatchers.lock().unwrap_or_else(|e| e.into_inner());
         if self.is_stopping()
             || *self.finished.lock().unwrap_or_else(|e| e.into_inner()) != Finished::Running
@@ -130,8 +151,14 @@ impl EnvShared {
             d.shutdown();
             return Err(DispatcherError::EnvironmentStopped);
         }
-        ds.push(d);
-        Ok(())
+        ds.push(d.clone());
+        Ok(DispatcherHandle::new(d, self.id))
+    }
+
+    /// The environment's identity, unique in the process.
+    #[inline]
+    pub(crate) fn id(&self) -> EnvId {
+        self.id
     }
 
     pub(crate) fn next_coop_id(&self) -> CoopId {
