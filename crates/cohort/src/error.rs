@@ -173,6 +173,11 @@ pub enum RegisterError {
     /// The parent cooperation is deregistering or gone.
     #[error("the parent cooperation is deregistering: a child cannot join it")]
     ParentDeregistering,
+    /// The parent cooperation belongs to another environment.
+    #[error(
+        "the parent cooperation belongs to another environment: set a parent registered in the cooperation's own environment"
+    )]
+    ParentInOtherEnvironment,
     /// An agent's `define` returned an error or panicked.
     #[error("agent #{index} `{agent}` failed in define: {reason}")]
     Define {

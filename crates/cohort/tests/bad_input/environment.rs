@@ -155,6 +155,33 @@ fn a_dispatcher_of_another_environment_is_refused() {
 }
 
 #[test]
+fn a_parent_of_another_environment_is_refused() {
+    watchdog(TIMEOUT, || {
+        let owner = Environment::builder().start().unwrap();
+        let mut coop = owner.new_coop();
+        coop.add(common::Idle);
+        let parent = owner.register_coop(coop).unwrap();
+
+        let env = Environment::builder().start().unwrap();
+        let started = Counter::new();
+        let (tx, _rx) = mpsc::channel();
+        let mut child = env.new_coop();
+        child.set_parent(&parent);
+        child.add(Echo::signal(tx).counting_starts(&started));
+        match env.register_coop(child) {
+            Err(RegisterError::ParentInOtherEnvironment) => {}
+            other => panic!("expected ParentInOtherEnvironment, got {other:?}"),
+        }
+        assert_eq!(env.coop_count(), 0);
+        assert_eq!(owner.coop_count(), 1, "the parent alone");
+        answers(&env, None, "a reply in the refused child's environment");
+        env.stop_and_wait();
+        owner.stop_and_wait();
+        assert_eq!(started.get(), 0, "the refused child did not start");
+    });
+}
+
+#[test]
 fn stop_twice_and_register_after_stop() {
     watchdog(TIMEOUT, || {
         let env = Environment::builder().start().unwrap();

@@ -37,6 +37,13 @@ impl Coop {
             release_agents(&agents);
             return Err(RegisterError::EnvironmentStopped);
         }
+        if parent
+            .as_ref()
+            .is_some_and(|p| !Arc::ptr_eq(&p.env, shared))
+        {
+            release_agents(&agents);
+            return Err(RegisterError::ParentInOtherEnvironment);
+        }
         let binders = Binders {
             default: binder.unwrap_or_else(|| shared.default_binder()),
             own,
