@@ -198,6 +198,9 @@ fn group_by_queue(
             None,
         );
     }
+    if let Some(groups) = groups_in_add_order(&queues, binders) {
+        return (groups, None);
+    }
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by_key(|&i| QueueArc::as_ptr(&queues[i]) as usize);
     let mut position = vec![0usize; n];
@@ -229,6 +232,51 @@ fn group_by_queue(
         },
         Some(position),
     )
+}
+
+/// Runs of agents on one queue past which [`groups_in_add_order`] gives up: its check looks
+/// back over the agents at each new run, which the sort beats once runs are many.
+const MAX_RUNS_IN_ADD_ORDER: usize = 32;
+
+/// The groups, when each queue's agents already stand together in `add` order (a queue per
+/// agent, as a pool's individual fifo gives, or one run per queue): no sort and no
+/// reordering. `None` when a queue comes back after another's agents, or runs are many.
+fn groups_in_add_order(queues: &[QueueArc], binders: &Binders) -> Option<Groups> {
+    let mut starts = 1;
+    for i in 1..queues.len() {
+        if QueueArc::ptr_eq(&queues[i], &queues[i - 1]) {
+            continue;
+        }
+        starts += 1;
+        if starts > MAX_RUNS_IN_ADD_ORDER
+            || queues[..i - 1]
+                .iter()
+                .any(|q| QueueArc::ptr_eq(q, &queues[i]))
+        {
+            return None;
+        }
+    }
+    let mut first = None;
+    let mut more = ThinVec::with_capacity(starts - 1);
+    let mut start = 0;
+    for end in 1..=queues.len() {
+        if end < queues.len() && QueueArc::ptr_eq(&queues[end], &queues[start]) {
+            continue;
+        }
+        let group = Group {
+            queue: queues[start].clone(),
+            binder: binders.of(start).clone(),
+            start: start as u32,
+            end: end as u32,
+        };
+        if first.is_none() {
+            first = Some(group);
+        } else {
+            more.push(group);
+        }
+        start = end;
+    }
+    Some(Groups { first, more })
 }
 
 /// Step 3: attaches and defines every agent, in `add` order, on this thread. On a failing
