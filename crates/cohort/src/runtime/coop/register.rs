@@ -136,6 +136,9 @@ fn bind_agents(
                     Some(f) if queues.is_empty() && QueueArc::ptr_eq(f, &q) => {}
                     Some(f) => {
                         if queues.is_empty() {
+                            // One allocation for every agent's queue (a queue per agent is
+                            // the common case here), not one per doubling.
+                            queues.reserve_exact(agents.len());
                             queues.extend(std::iter::repeat_n(f.clone(), index));
                         }
                         queues.push(q.clone());
