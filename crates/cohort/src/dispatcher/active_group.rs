@@ -102,22 +102,8 @@ impl ActiveGroup {
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// This dispatcher's identity in the environment's group-name registry.
-    fn id(&self) -> usize {
-        self as *const Self as usize
-    }
-}
-
-impl DispatcherCore for ActiveGroup {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn bind(&self, params: &BindParams, _: CoopId) -> Result<QueueArc, BindError> {
+    /// Binds one agent: its group's queue (the group and its thread made for its first).
+    fn bind_agent(&self, params: &BindParams) -> Result<QueueArc, BindError> {
         let group = self.group_of(params);
         let mut st = self.state();
         if st.shut {
@@ -167,6 +153,31 @@ impl DispatcherCore for ActiveGroup {
             },
         );
         Ok(queue)
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// This dispatcher's identity in the environment's group-name registry.
+    fn id(&self) -> usize {
+        self as *const Self as usize
+    }
+}
+
+impl DispatcherCore for ActiveGroup {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn bind_group(
+        &self,
+        params: &BindParams,
+        _: CoopId,
+        agents: usize,
+        bound: &mut dyn FnMut(QueueArc),
+    ) -> Result<(), BindError> {
+        super::bind_each(agents, bound, || self.bind_agent(params))
     }
 
     fn unbind(&self, params: &BindParams, _: CoopId, queue: &QueueArc, agents: usize) {

@@ -68,18 +68,9 @@ impl ActiveObj {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-}
 
-impl DispatcherCore for ActiveObj {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn bind(
-        &self,
-        _: &super::BindParams,
-        _: crate::runtime::coop::CoopId,
-    ) -> Result<QueueArc, BindError> {
+    /// Binds one agent: a worker thread of its own, and its queue.
+    fn bind_agent(&self) -> Result<QueueArc, BindError> {
         let mut st = self.state();
         if st.shut {
             return Err(BindError::DispatcherShutDown {
@@ -100,6 +91,22 @@ impl DispatcherCore for ActiveObj {
         )?;
         st.threads.push((t, probe));
         Ok(queue)
+    }
+}
+
+impl DispatcherCore for ActiveObj {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn bind_group(
+        &self,
+        _: &super::BindParams,
+        _: crate::runtime::coop::CoopId,
+        agents: usize,
+        bound: &mut dyn FnMut(QueueArc),
+    ) -> Result<(), BindError> {
+        super::bind_each(agents, bound, || self.bind_agent())
     }
 
     fn unbind(

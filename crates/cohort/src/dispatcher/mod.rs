@@ -89,24 +89,17 @@ use std::sync::Arc;
 pub(crate) trait DispatcherCore: Send + Sync {
     /// The dispatcher's name.
     fn name(&self) -> &str;
-    /// Binds one agent of cooperation `coop`: returns the queue its demands go to.
-    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError>;
     /// Binds `agents` agents (at least one) of cooperation `coop` with the same parameters,
-    /// handing each one's queue to `bound` in order. On an error the agents already handed a
-    /// queue stay bound: the caller unbinds them. A dispatcher with a lock or a shared count
-    /// takes it once here; the default binds one agent at a time.
+    /// handing each one's queue (where its demands go) to `bound` in order. On an error the
+    /// agents already handed a queue stay bound: the caller unbinds them. A dispatcher with a
+    /// lock or a shared count takes it once for all of them.
     fn bind_group(
         &self,
         params: &BindParams,
         coop: CoopId,
         agents: usize,
         bound: &mut dyn FnMut(QueueArc),
-    ) -> Result<(), BindError> {
-        for _ in 0..agents {
-            bound(self.bind(params, coop)?);
-        }
-        Ok(())
-    }
+    ) -> Result<(), BindError>;
     /// `agents` agents (at least one) of cooperation `coop`, bound with `params` to `queue`,
     /// have finished: a cooperation's agents on one queue through one binder are unbound in
     /// one call.
@@ -119,16 +112,17 @@ pub(crate) trait DispatcherCore: Send + Sync {
     fn stats(&self) -> crate::stats::DispatcherStats;
 }
 
-/// [`DispatcherCore::bind`] for a dispatcher that binds a group in one step of its own: the
-/// group of one agent.
-pub(crate) fn bind_one(
-    core: &dyn DispatcherCore,
-    params: &BindParams,
-    coop: CoopId,
-) -> Result<QueueArc, BindError> {
-    let mut queue = None;
-    core.bind_group(params, coop, 1, &mut |q| queue = Some(q))?;
-    Ok(queue.expect("a group of one agent is handed one queue"))
+/// [`DispatcherCore::bind_group`] for a dispatcher that binds its agents one at a time (a
+/// thread each, or a group looked up by name): `bind` once per agent.
+fn bind_each(
+    agents: usize,
+    bound: &mut dyn FnMut(QueueArc),
+    mut bind: impl FnMut() -> Result<QueueArc, BindError>,
+) -> Result<(), BindError> {
+    for _ in 0..agents {
+        bound(bind()?);
+    }
+    Ok(())
 }
 
 /// Binds agents to a dispatcher. Cheap to clone: one word, one reference count.

@@ -84,14 +84,6 @@ impl DispatcherCore for OneThread {
         &self.name
     }
 
-    fn bind(
-        &self,
-        params: &super::BindParams,
-        coop: crate::runtime::coop::CoopId,
-    ) -> Result<QueueArc, BindError> {
-        crate::dispatcher::bind_one(self, params, coop)
-    }
-
     fn bind_group(
         &self,
         _: &super::BindParams,
@@ -99,7 +91,7 @@ impl DispatcherCore for OneThread {
         agents: usize,
         bound: &mut dyn FnMut(QueueArc),
     ) -> Result<(), BindError> {
-        if !self.bound.bind_many(agents, || self.queue.close()) {
+        if !self.bound.bind(agents, || self.queue.close()) {
             return Err(BindError::DispatcherShutDown {
                 name: self.name.clone(),
             });

@@ -70,13 +70,22 @@ impl DispatcherCore for TestThread {
         "test_thread"
     }
 
-    fn bind(&self, _: &BindParams, _: CoopId) -> Result<QueueArc, BindError> {
-        if !self.bound.bind(|| self.queue.close()) {
+    fn bind_group(
+        &self,
+        _: &BindParams,
+        _: CoopId,
+        agents: usize,
+        bound: &mut dyn FnMut(QueueArc),
+    ) -> Result<(), BindError> {
+        if !self.bound.bind(agents, || self.queue.close()) {
             return Err(BindError::DispatcherShutDown {
                 name: "test_thread".into(),
             });
         }
-        Ok(self.queue.clone())
+        for _ in 0..agents {
+            bound(self.queue.clone());
+        }
+        Ok(())
     }
 
     fn unbind(&self, _: &BindParams, _: CoopId, _: &QueueArc, agents: usize) {

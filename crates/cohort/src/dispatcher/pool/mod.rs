@@ -2,9 +2,9 @@
 //! running many queues, with where queues wait decided by a [`PoolPolicy`].
 //!
 //! A queue bound to a pool is *scheduled* when it goes from idle to having work
-//! ([`EventQueue::push_remote`] does it, once per idle period); a worker takes a scheduled
-//! queue, runs up to its `max_demands_at_once` demands (a *turn*), then schedules it again if
-//! it still has work. One queue is in at most one place at a time (run queue, slot, or a
+//! ([`EventQueue::push_remote`](crate::queue::EventQueue::push_remote) does it, once per
+//! idle period); a worker takes a scheduled queue, runs up to its `max_demands_at_once`
+//! demands (a *turn*), then schedules it again if it still has work. One queue is in at most one place at a time (run queue, slot, or a
 //! worker's turn), so one agent's handlers never run on two threads at once.
 //!
 //! Shared by every policy: each worker's own FIFO deque (stealable by the others), its LIFO
@@ -12,7 +12,8 @@
 //! LIFO deque behind it (the queues the slot gave way to, newest first: a tree of agents that
 //! wake their children runs depth first, so the leaves answer and go before their cousins
 //! are created; stealable oldest first, the biggest subtrees), the park/unpark protocol,
-//! bindings and shutdown. The policies (`thread_pool.rs`, `adv.rs`,
+//! bindings and shutdown (`pool_core.rs`, with the cooperation-fifo table in
+//! `coop_queues.rs`). The policies (`thread_pool.rs`, `adv.rs`,
 //! `work_stealing.rs`) decide where a woken queue goes, what a worker runs next and where a
 //! queue with work left after its turn goes.
 //!
@@ -22,38 +23,38 @@
 
 mod adv;
 mod asymmetric_fence;
+mod coop_queues;
 #[cfg(all(test, cohort_loom))]
 mod loom_model;
 pub(crate) mod params;
 mod park;
 mod policy;
+mod pool_core;
 mod slot;
 mod thread_pool;
 mod work_stealing;
 
 pub(crate) use adv::Adv;
 pub(crate) use policy::{PoolPolicy, TurnEnd};
+pub(crate) use pool_core::PoolCore;
 pub(crate) use thread_pool::ThreadPool;
 pub(crate) use work_stealing::{HomeQueuePace, WorkStealing};
 
 use super::reuse::bound_count::BoundCount;
 use super::reuse::spin::{Spinner, WorkerSpin};
-use super::{BindParams, DispatcherCore, Fifo};
 use crate::agent::demand::Demand;
 use crate::defaults;
-use crate::error::BindError;
 use crate::queue::wakeup::Wakeup;
-use crate::queue::{EventQueue, QueueArc, RunningGuard, Schedule, Scheduled, TurnOutcome};
-use crate::runtime::coop::CoopId;
-use crate::stats::{DispatcherStats, StatsSwitch, WorkerProbe};
+use crate::queue::{RunningGuard, Schedule, Scheduled, TurnOutcome};
+use crate::stats::{StatsSwitch, WorkerProbe};
 use crate::sync::{Ordering, fence};
+use coop_queues::CoopQueues;
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use park::ForeverParked;
 use slot::{OwnSlot, Slot, SlotOwner};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -77,20 +78,10 @@ pub(crate) struct Pool<P: PoolPolicy> {
     probes: Box<[Arc<WorkerProbe>]>,
     /// Bound agents, and whether the pool is shut down.
     bound: BoundCount,
-    /// Cooperation-fifo queues: one per cooperation, shared by its agents, in shards by
-    /// cooperation id.
-    coop_queues: Box<[CachePadded<Mutex<CoopQueues>>]>,
+    /// Cooperation-fifo queues: one per cooperation, shared by its agents.
+    coop_queues: CoopQueues,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    me: Weak<Pool<P>>,
 }
-
-/// Each cooperation's queue and how many of its agents are bound to it.
-type CoopQueues = HashMap<CoopId, (QueueArc, usize)>;
-
-/// Shards of the cooperation-queue table: every worker registers and deregisters
-/// cooperations (skynet's teardown on two workers waited on one lock), and cooperation ids
-/// are consecutive, so ids modulo this spread them evenly.
-const COOP_QUEUE_SHARDS: usize = 16;
 
 /// A pool worker's own state, reachable from its thread while it runs.
 pub(crate) struct WorkerCtx<P: PoolPolicy> {
@@ -171,7 +162,7 @@ impl<P: PoolPolicy> Pool<P> {
         let stealers = locals.iter().map(|(l, _)| l.stealer()).collect();
         let fresh_stealers = locals.iter().map(|(_, f)| f.stealer()).collect();
         asymmetric_fence::start_registration();
-        let pool = Arc::new_cyclic(|me| Pool {
+        let pool = Arc::new(Pool {
             name: name.clone(),
             policy,
             spin,
@@ -186,11 +177,8 @@ impl<P: PoolPolicy> Pool<P> {
                 .map(|i| WorkerProbe::new(format!("cohort-{name}-{i}"), switch.clone()))
                 .collect(),
             bound: BoundCount::default(),
-            coop_queues: (0..COOP_QUEUE_SHARDS)
-                .map(|_| CachePadded::new(Mutex::new(CoopQueues::new())))
-                .collect(),
+            coop_queues: CoopQueues::new(),
             threads: Mutex::new(Vec::new()),
-            me: me.clone(),
         });
         let mut handles = Vec::with_capacity(threads);
         for (index, local) in locals.into_iter().enumerate() {
@@ -212,16 +200,6 @@ impl<P: PoolPolicy> Pool<P> {
         }
         *pool.threads.lock().unwrap_or_else(|e| e.into_inner()) = handles;
         Ok(pool)
-    }
-
-    fn new_queue(&self, max_demands_at_once: usize) -> QueueArc {
-        let scheduler: Arc<dyn Schedule<Demand>> =
-            self.me.upgrade().expect("a pool outlives its binders");
-        let q = EventQueue::pooled(scheduler, max_demands_at_once);
-        // Given back when its last agent is unbound (`PoolCore::unbind`).
-        q.hold_for_pool();
-        self.policy.on_new_queue(&q);
-        q
     }
 
     /// The worker context of the current thread, if it is one of this pool's workers.
@@ -564,147 +542,11 @@ impl<P: PoolPolicy> Pool<P> {
             next: running.end_turn(ran_local),
         }
     }
-
-    /// A binding's fifo and `max_demands_at_once` (the pool's defaults for a plain
-    /// `binder()`).
-    fn binding(params: &BindParams) -> (Fifo, usize) {
-        match params {
-            BindParams::Pool {
-                fifo,
-                max_demands_at_once,
-            } => (fifo.unwrap_or(P::DEFAULT_FIFO), *max_demands_at_once),
-            _ => (P::DEFAULT_FIFO, defaults::MAX_DEMANDS_AT_ONCE),
-        }
-    }
-
-    /// The locked shard of the cooperation-queue table that holds `coop`'s queue.
-    fn coop_queues_of(&self, coop: CoopId) -> MutexGuard<'_, CoopQueues> {
-        self.coop_queues[(coop.0 % COOP_QUEUE_SHARDS as u64) as usize]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Binds `agents` agents of cooperation `coop` (already counted in `bound`), handing each
-    /// one's queue to `bound_to`: a queue each, or the cooperation's queue, looked up (or
-    /// made) under the lock once for all of them.
-    fn bind_queues(
-        &self,
-        params: &BindParams,
-        coop: CoopId,
-        agents: usize,
-        bound_to: &mut dyn FnMut(QueueArc),
-    ) {
-        let (fifo, max_demands_at_once) = Self::binding(params);
-        match fifo {
-            Fifo::Individual => {
-                for _ in 0..agents {
-                    bound_to(self.new_queue(max_demands_at_once));
-                }
-            }
-            Fifo::Cooperation => {
-                let q = {
-                    let mut cq = self.coop_queues_of(coop);
-                    if let Some((q, n)) = cq.get_mut(&coop) {
-                        *n += agents;
-                        q.clone()
-                    } else {
-                        let q = self.new_queue(max_demands_at_once);
-                        cq.insert(coop, (q.clone(), agents));
-                        q
-                    }
-                };
-                for _ in 1..agents {
-                    bound_to(q.clone());
-                }
-                bound_to(q);
-            }
-        }
-    }
 }
 
 impl<P: PoolPolicy> Schedule<Demand> for Pool<P> {
     #[inline]
     fn schedule(&self, q: QueueRef) {
         P::schedule(self, q)
-    }
-}
-
-/// The `DispatcherCore` face of a pool.
-pub(crate) struct PoolCore<P: PoolPolicy>(pub(crate) Arc<Pool<P>>);
-
-impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-
-    fn bind(&self, params: &BindParams, coop: CoopId) -> Result<QueueArc, BindError> {
-        crate::dispatcher::bind_one(self, params, coop)
-    }
-
-    fn bind_group(
-        &self,
-        params: &BindParams,
-        coop: CoopId,
-        agents: usize,
-        bound: &mut dyn FnMut(QueueArc),
-    ) -> Result<(), BindError> {
-        let pool = &self.0;
-        if !pool.bound.bind_many(agents, || pool.wake_all()) {
-            return Err(BindError::DispatcherShutDown {
-                name: pool.name.clone(),
-            });
-        }
-        pool.bind_queues(params, coop, agents, bound);
-        Ok(())
-    }
-
-    fn unbind(&self, params: &BindParams, coop: CoopId, queue: &QueueArc, agents: usize) {
-        let pool = &self.0;
-        let last = match Pool::<P>::binding(params).0 {
-            // An agent's own queue.
-            Fifo::Individual => true,
-            // A cooperation's queue: the last of its agents gives it back.
-            Fifo::Cooperation => {
-                let mut cq = pool.coop_queues_of(coop);
-                match cq.get_mut(&coop) {
-                    Some((q, n)) if QueueArc::ptr_eq(q, queue) => {
-                        debug_assert!(*n >= agents, "more agents unbound than bound");
-                        *n = n.saturating_sub(agents);
-                        let last = *n == 0;
-                        if last {
-                            cq.remove(&coop);
-                        }
-                        last
-                    }
-                    _ => {
-                        debug_assert!(false, "a cooperation's queue missing from the table");
-                        false
-                    }
-                }
-            }
-        };
-        if last {
-            queue.release_pool_hold();
-        }
-        pool.bound.unbind(agents, || pool.wake_all());
-    }
-
-    fn shutdown(&self) {
-        self.0.bound.shut(|| self.0.wake_all());
-    }
-
-    fn stats(&self) -> DispatcherStats {
-        let workers = self.0.probes.iter().map(|p| p.snapshot()).collect();
-        DispatcherStats {
-            name: self.0.name.clone(),
-            kind: P::KIND,
-            workers,
-        }
-    }
-
-    fn join(&self) {
-        let threads =
-            std::mem::take(&mut *self.0.threads.lock().unwrap_or_else(|e| e.into_inner()));
-        super::reuse::worker::join_all(&self.0.name, threads);
     }
 }

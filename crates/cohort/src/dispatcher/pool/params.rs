@@ -95,7 +95,7 @@ impl PoolHandle {
 }
 
 /// Declares the typed handle of one pool dispatcher: a [`PoolHandle`] that converts into it
-/// and into [`DispatcherHandle`].
+/// and into [`DispatcherHandle`](crate::dispatcher::DispatcherHandle).
 macro_rules! pool_handle {
     ($(#[$doc:meta])* $name:ident) => {
         crate::dispatcher::handle::typed_handle!($(#[$doc])* $name);

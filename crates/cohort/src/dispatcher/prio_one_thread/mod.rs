@@ -182,14 +182,6 @@ impl DispatcherCore for PrioOneThread {
         &self.name
     }
 
-    fn bind(
-        &self,
-        params: &BindParams,
-        coop: crate::runtime::coop::CoopId,
-    ) -> Result<QueueArc, BindError> {
-        crate::dispatcher::bind_one(self, params, coop)
-    }
-
     fn bind_group(
         &self,
         params: &BindParams,
@@ -202,7 +194,7 @@ impl DispatcherCore for PrioOneThread {
             BindParams::Priority(p) => usize::from(*p).min(PRIORITIES - 1),
             _ => 0,
         };
-        if !self.bound.bind_many(agents, || self.close()) {
+        if !self.bound.bind(agents, || self.close()) {
             return Err(BindError::DispatcherShutDown {
                 name: self.name.clone(),
             });

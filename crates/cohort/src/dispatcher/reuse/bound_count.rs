@@ -19,14 +19,9 @@ impl Default for BoundCount {
 }
 
 impl BoundCount {
-    /// Counts one more bound agent; false (counting none) once the dispatcher is shut down.
-    pub(crate) fn bind(&self, close: impl FnOnce()) -> bool {
-        self.bind_many(1, close)
-    }
-
     /// Counts `agents` more bound agents (at least one) in one update; false (counting none)
     /// once the dispatcher is shut down.
-    pub(crate) fn bind_many(&self, agents: usize, close: impl FnOnce()) -> bool {
+    pub(crate) fn bind(&self, agents: usize, close: impl FnOnce()) -> bool {
         if self.0.fetch_add(agents, Ordering::AcqRel) & SHUT != 0 {
             self.unbind(agents, close);
             return false;
@@ -65,11 +60,11 @@ mod tests {
         let closed = Cell::new(0);
         let close = || closed.set(closed.get() + 1);
         let c = BoundCount::default();
-        assert!(c.bind(close));
-        assert!(c.bind(close));
+        assert!(c.bind(1, close));
+        assert!(c.bind(1, close));
         c.shut(close);
         assert_eq!(closed.get(), 0, "two agents still bound");
-        assert!(!c.bind(close), "no binding after the shutdown");
+        assert!(!c.bind(1, close), "no binding after the shutdown");
         assert_eq!(closed.get(), 0);
         c.unbind(1, close);
         c.unbind(1, close);
@@ -82,7 +77,7 @@ mod tests {
         let close = || closed.set(closed.get() + 1);
         let c = BoundCount::default();
         for _ in 0..4 {
-            assert!(c.bind(close));
+            assert!(c.bind(1, close));
         }
         c.shut(close);
         c.unbind(3, close);
@@ -96,9 +91,9 @@ mod tests {
         let closed = Cell::new(0);
         let close = || closed.set(closed.get() + 1);
         let c = BoundCount::default();
-        assert!(c.bind_many(3, close));
+        assert!(c.bind(3, close));
         c.shut(close);
-        assert!(!c.bind_many(2, close), "no binding after the shutdown");
+        assert!(!c.bind(2, close), "no binding after the shutdown");
         c.unbind(2, close);
         assert_eq!(closed.get(), 0, "one agent still bound");
         c.unbind(1, close);
