@@ -21,6 +21,11 @@ pub struct IdleAgentsArgs {
     /// agent per cooperation).
     #[arg(long)]
     pub no_breakdown: bool,
+    /// Messages each agent is sent back to back, from a plain thread, before it is measured
+    /// (0: none): what an agent keeps of a burst once it is idle again. With a burst, the
+    /// breakdown is skipped (its other setups take no messages).
+    #[arg(long, default_value_t = 0)]
+    pub burst: u32,
     #[command(flatten)]
     pub placement: Placement,
 }
@@ -43,7 +48,8 @@ fn measure(
     machine: &Machine,
 ) -> (Vec<Record>, Option<idle_agents::Outcome>) {
     let p = params(merge(
-        json!({ "agents": setup.agents, "coops": setup.coops, "subscribed": setup.subscribed }),
+        json!({ "agents": setup.agents, "coops": setup.coops, "subscribed": setup.subscribed,
+            "burst": setup.burst }),
         setup.placement.params(),
     ));
     let mut last = None;
@@ -72,11 +78,16 @@ pub fn records(a: &IdleAgentsArgs, runs: usize, machine: &Machine) -> Vec<Record
         agents: a.agents,
         coops: a.coops,
         subscribed: true,
+        burst: a.burst,
         placement: a.placement,
     };
     let label = a.placement.label();
+    let burst = match a.burst {
+        0 => String::new(),
+        n => format!(", idle again after a burst of {n} messages each"),
+    };
     let variant = format!(
-        "{label}, {} agents in {} cooperations, one subscription each",
+        "{label}, {} agents in {} cooperations, one subscription each{burst}",
         a.agents, a.coops
     );
     let (mut out, last) = measure(base, &variant, runs, true, machine);
@@ -88,10 +99,11 @@ pub fn records(a: &IdleAgentsArgs, runs: usize, machine: &Machine) -> Vec<Record
     };
     let full = per_agent(&out);
     out.extend(blocks(&o.live, a, machine));
-    if !a.no_breakdown {
+    if !a.no_breakdown && a.burst == 0 {
         let (bare, _) = measure(
             Setup {
                 subscribed: false,
+                burst: 0,
                 ..base
             },
             &format!(
@@ -107,6 +119,7 @@ pub fn records(a: &IdleAgentsArgs, runs: usize, machine: &Machine) -> Vec<Record
             Setup {
                 coops: a.agents,
                 subscribed: false,
+                burst: 0,
                 ..base
             },
             &format!(
@@ -223,6 +236,7 @@ fn tiny() -> IdleAgentsArgs {
         agents: 2_000,
         coops: 200,
         no_breakdown: false,
+        burst: 0,
         placement: Placement::of(crate::scenarios::Dispatcher::OneThread),
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! The agent is zero-sized, so what is measured is what the runtime adds to any agent: its
 //! cell, its share of its cooperation and of its queue, and, when it subscribes, its
-//! subscription to one message type.
+//! subscription to one message type. With a burst, each started agent is first sent that many
+//! messages back to back from a plain thread, and measured once it has handled them: what
+//! an agent keeps of its traffic once it is quiet again.
 
 use super::Placement;
 use crate::alloc::{self, Live};
@@ -15,8 +17,10 @@ use std::time::{Duration, Instant};
 
 /// Agents whose `start` has run, in the current measurement.
 static STARTED: AtomicU64 = AtomicU64::new(0);
+/// Messages handled, in the current measurement.
+static HANDLED: AtomicU64 = AtomicU64::new(0);
 
-/// A message the subscribed agent handles (never sent).
+/// A message the subscribed agent handles (sent only in a burst).
 struct Poke;
 
 /// An idle agent subscribed to [`Poke`].
@@ -26,7 +30,9 @@ pub struct Bare;
 
 impl Agent for Subscribed {
     fn define(&mut self, ctx: &mut Context<'_, Self>) -> Result<(), DefineError> {
-        ctx.on(|_: &mut Self, _: &Poke, _: &mut Context<'_, Self>| {})?;
+        ctx.on(|_: &mut Self, _: &Poke, _: &mut Context<'_, Self>| {
+            HANDLED.fetch_add(1, Ordering::Relaxed);
+        })?;
         Ok(())
     }
     fn start(&mut self, _: &mut Context<'_, Self>) {
@@ -47,6 +53,8 @@ pub struct Setup {
     pub coops: u64,
     /// Each agent subscribes to one message type.
     pub subscribed: bool,
+    /// Messages each (subscribed) agent is sent, back to back, before the measurement.
+    pub burst: u32,
     pub placement: Placement,
 }
 
@@ -65,6 +73,19 @@ const START_LIMIT: Duration = Duration::from_secs(300);
 
 /// Checks the sizes.
 pub fn validate(agents: u64, coops: u64) -> Result<(), String> {
+    validate_sizes(agents, coops)
+}
+
+/// Checks a setup: its sizes, and a burst only to agents that handle it.
+pub fn validate_setup(setup: &Setup) -> Result<(), String> {
+    validate_sizes(setup.agents, setup.coops)?;
+    if setup.burst > 0 && !setup.subscribed {
+        return Err("a burst goes to subscribed agents only".into());
+    }
+    Ok(())
+}
+
+fn validate_sizes(agents: u64, coops: u64) -> Result<(), String> {
     if coops == 0 || agents < coops {
         return Err(format!(
             "--agents ({agents}) must be at least --coops ({coops}), which must be at least 1"
@@ -80,23 +101,34 @@ pub fn validate(agents: u64, coops: u64) -> Result<(), String> {
 
 /// Registers the agents of `setup`, waits until all have started, measures, then stops.
 pub fn run_once(setup: Setup) -> Result<Outcome, String> {
-    validate(setup.agents, setup.coops)?;
+    validate_setup(&setup)?;
     setup.placement.validate()?;
     let env = cohort::Environment::builder()
         .start()
         .map_err(|e| e.to_string())?;
     let binder = setup.placement.binder(&env)?;
-    STARTED.store(0, Ordering::Relaxed);
+    // Reserved before the measured span, so that it counts no byte of the list.
+    let mut mboxes = Vec::with_capacity(if setup.burst > 0 {
+        setup.agents as usize
+    } else {
+        0
+    });
     let rss_before = rss::current_bytes();
-    let started = Instant::now();
     let (registered, live) = alloc::process_live_of(|| -> Result<Duration, String> {
+        // Reset under the measurement's lock: a test measuring alongside waits for it.
+        STARTED.store(0, Ordering::Relaxed);
+        HANDLED.store(0, Ordering::Relaxed);
+        let started = Instant::now();
         for c in 0..setup.coops {
             let n = setup.agents / setup.coops + u64::from(c < setup.agents % setup.coops);
             let mut coop = env.new_coop();
             coop.reserve(n as usize).set_binder(binder.clone());
             for _ in 0..n {
                 if setup.subscribed {
-                    coop.add(Subscribed);
+                    let agent = coop.add(Subscribed);
+                    if setup.burst > 0 {
+                        mboxes.push(agent.mbox());
+                    }
                 } else {
                     coop.add(Bare);
                 }
@@ -114,7 +146,23 @@ pub fn run_once(setup: Setup) -> Result<Outcome, String> {
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        Ok(started.elapsed())
+        let registered = started.elapsed();
+        for m in &mboxes {
+            for _ in 0..setup.burst {
+                m.send(Poke);
+            }
+        }
+        let sent = mboxes.len() as u64 * u64::from(setup.burst);
+        while HANDLED.load(Ordering::Relaxed) < sent {
+            if started.elapsed() > START_LIMIT {
+                return Err(format!(
+                    "only {} of {sent} messages handled within {START_LIMIT:?}",
+                    HANDLED.load(Ordering::Relaxed)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(registered)
     });
     let rss_after = rss::current_bytes();
     env.stop_and_wait();
@@ -137,6 +185,7 @@ mod tests {
                 agents: 1_000,
                 coops: 100,
                 subscribed: true,
+                burst: 0,
                 placement: Placement::of(Dispatcher::OneThread),
             })
         })
@@ -147,5 +196,28 @@ mod tests {
         assert!(o.live.allocations >= 1_000, "{}", o.live.allocations);
         assert!(o.elapsed > Duration::ZERO);
         assert!(validate(10, 0).is_err() && validate(5, 10).is_err());
+    }
+
+    /// With a burst, every agent handles every message before the measurement (the run
+    /// waits for the count), on a pool where each cooperation has a queue; a burst to
+    /// agents that do not subscribe is refused before anything starts.
+    #[test]
+    fn a_burst_is_handled_before_the_measurement() {
+        let setup = Setup {
+            agents: 1_000,
+            coops: 100,
+            subscribed: true,
+            burst: 3,
+            placement: Placement::of(Dispatcher::ThreadPool),
+        };
+        // `Ok` only once all 3,000 messages were handled.
+        let o = crate::watchdog::within(60, move || run_once(setup)).unwrap();
+        assert!(o.live.allocations >= 1_000, "{}", o.live.allocations);
+        let bare = Setup {
+            subscribed: false,
+            ..setup
+        };
+        let e = run_once(bare).err().unwrap();
+        assert!(e.contains("subscribed"), "{e}");
     }
 }
