@@ -125,6 +125,15 @@ fn bind_each(
     Ok(())
 }
 
+/// [`DispatcherCore::bind_group`]'s hand-off for a dispatcher whose `agents` agents of one
+/// binding share `queue` (its one thread's, a priority's, a cooperation's): each gets it.
+fn hand_to_each(agents: usize, queue: QueueArc, bound: &mut dyn FnMut(QueueArc)) {
+    for _ in 1..agents {
+        bound(queue.clone());
+    }
+    bound(queue);
+}
+
 /// Binds agents to a dispatcher. Cheap to clone: one word, one reference count.
 #[derive(Clone)]
 pub struct Binder(Arc<BinderInner>);

@@ -96,9 +96,7 @@ impl DispatcherCore for OneThread {
                 name: self.name.clone(),
             });
         }
-        for _ in 0..agents {
-            bound(self.queue.clone());
-        }
+        super::hand_to_each(agents, self.queue.clone(), bound);
         Ok(())
     }
 

@@ -82,9 +82,7 @@ impl DispatcherCore for TestThread {
                 name: "test_thread".into(),
             });
         }
-        for _ in 0..agents {
-            bound(self.queue.clone());
-        }
+        super::hand_to_each(agents, self.queue.clone(), bound);
         Ok(())
     }
 

@@ -68,10 +68,7 @@ impl<P: PoolPolicy> DispatcherCore for PoolCore<P> {
                 let q = pool
                     .coop_queues
                     .bind(coop, agents, || self.new_queue(max_demands_at_once));
-                for _ in 1..agents {
-                    bound(q.clone());
-                }
-                bound(q);
+                crate::dispatcher::hand_to_each(agents, q, bound);
             }
         }
         Ok(())

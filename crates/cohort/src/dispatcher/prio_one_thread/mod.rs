@@ -199,9 +199,7 @@ impl DispatcherCore for PrioOneThread {
                 name: self.name.clone(),
             });
         }
-        for _ in 0..agents {
-            bound(self.queues[p].clone());
-        }
+        super::hand_to_each(agents, self.queues[p].clone(), bound);
         Ok(())
     }
 
