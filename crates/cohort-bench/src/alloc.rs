@@ -152,6 +152,11 @@ pub fn process_live_of<T>(f: impl FnOnce() -> T) -> (T, Live) {
     (out, live)
 }
 
+/// Bytes allocated minus bytes freed so far in the [`process_live_of`] measurement under way.
+pub fn process_net_bytes_now() -> i64 {
+    PROCESS_NET.load(Relaxed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

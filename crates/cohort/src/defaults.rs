@@ -116,6 +116,12 @@ pub const SLOT_STEAL_AFTER: Duration = Duration::from_micros(50);
 /// of another worker's LIFO slot that raced with this sleep is seen when it ends.
 pub const PARK_FOR_GOOD_AFTER: Duration = Duration::from_millis(10);
 
+/// How long a pool queue stays idle, with no push, before the worker that ran it gives back
+/// what it kept of a burst (its remote block, its local slots) as that worker runs out of
+/// work. A queue that wakes again sooner keeps them, so a busy agent never pays a block
+/// through the allocator per turn; one idle this long is waiting, not between messages.
+pub const GIVE_BACK_AFTER: Duration = Duration::from_millis(10);
+
 /// How deep agent states can nest (a top-level state is at depth 0): SObjectizer's limit.
 /// Switching and looking up handlers walk at most this many parents.
 pub const MAX_STATE_DEPTH: usize = 16;

@@ -5,8 +5,8 @@
 //! The agent is zero-sized, so what is measured is what the runtime adds to any agent: its
 //! cell, its share of its cooperation and of its queue, and, when it subscribes, its
 //! subscription to one message type. With a burst, each started agent is first sent that many
-//! messages back to back from a plain thread, and measured once it has handled them: what
-//! an agent keeps of its traffic once it is quiet again.
+//! messages back to back from a plain thread, and measured once it has handled them and its
+//! workers have parked: what an agent keeps of its traffic once it is quiet again.
 
 use super::Placement;
 use crate::alloc::{self, Live};
@@ -67,6 +67,11 @@ pub struct Outcome {
     /// From the first registration until every agent had started.
     pub elapsed: Duration,
 }
+
+/// How long the heap must stay without shrinking after the last message of a burst was
+/// handled before the agents are measured: long past any worker's spin before it parks, and
+/// its give-back of idle queues' memory.
+const QUIET: Duration = Duration::from_millis(100);
 
 /// How long the agents may take to start before the measurement fails.
 const START_LIMIT: Duration = Duration::from_secs(300);
@@ -161,6 +166,18 @@ pub fn run_once(setup: Setup) -> Result<Outcome, String> {
                 ));
             }
             std::thread::sleep(Duration::from_millis(1));
+        }
+        if sent > 0 {
+            // Quiet again: the heap has stopped shrinking for `QUIET` (the pool workers give
+            // back what their queues kept of the burst once they have run out of work).
+            let (mut low, mut since) = (alloc::process_net_bytes_now(), Instant::now());
+            while since.elapsed() < QUIET && started.elapsed() < START_LIMIT {
+                std::thread::sleep(Duration::from_millis(10));
+                let now = alloc::process_net_bytes_now();
+                if now < low {
+                    (low, since) = (now, Instant::now());
+                }
+            }
         }
         Ok(registered)
     });

@@ -144,6 +144,14 @@ impl QueueItem for Demand {
         Demand::reject(self)
     }
 
+    fn idle_memory() -> crate::queue::IdleMemory {
+        crate::queue::IdleMemory::List
+    }
+
+    fn list_for_sweep(q: crate::queue::QueueArc<Self>) {
+        crate::queue::sweep_list::list(q);
+    }
+
     #[cfg(not(cohort_loom))]
     fn block_pool() -> Option<&'static BlockPool<Self>> {
         static BLOCKS: LazyLock<BlockPool<Demand>> = LazyLock::new(BlockPool::new);

@@ -50,6 +50,20 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+/// What a pool queue does with the memory it took for its demands when a turn leaves it idle
+/// (see [`QueueItem::idle_memory`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IdleMemory {
+    /// Gives it back as the turn ends (a queue no worker sweeps: the unit tests').
+    GiveBack,
+    /// Keeps it until a sweep gives it back (the loom models, which sweep by hand).
+    #[cfg(all(test, cohort_loom))]
+    Keep,
+    /// Keeps it, and the turn lists a queue that keeps a remote block for its worker's sweep
+    /// (demands).
+    List,
+}
+
 /// What a queue holds: demands (the loom model uses plain values).
 pub(crate) trait QueueItem: Send + 'static {
     /// What the queue's owner keeps aside for one of its targets until it can take it (an
@@ -58,6 +72,20 @@ pub(crate) trait QueueItem: Send + 'static {
 
     /// Accounts for an item that will never run (its queue is dropped).
     fn reject(self);
+
+    /// What a pool queue of this item type does with the memory it took for its demands
+    /// (local slots, remote blocks) when a turn leaves it idle.
+    fn idle_memory() -> IdleMemory {
+        IdleMemory::GiveBack
+    }
+
+    /// Lists `q`, which went idle keeping a remote block, for the current worker's sweep
+    /// (see [`sweep_list`](super::sweep_list)). Called only for [`IdleMemory::List`].
+    fn list_for_sweep(_q: QueueArc<Self>)
+    where
+        Self: Sized,
+    {
+    }
 
     /// Where the remote halves' blocks go when a queue's spare is taken, shared by every
     /// queue of this item type; `None`: to the allocator.
@@ -120,6 +148,11 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     /// `u32::MAX`); unused by a dedicated worker thread.
     pub(super) max_demands_at_once: u32,
     pub(super) closed: AtomicBool,
+    /// Whether a worker's sweep list holds the queue (see [`QueueItem::swept`]): set by the
+    /// turn that lists it, cleared by the sweep that gives its memory back; only the
+    /// queue's runner reads or writes it, rarely, so it sits in the padding of this line
+    /// rather than in the runner's, which it would take past 64 bytes.
+    pub(super) listed: std::cell::Cell<bool>,
     pub(super) senders: SendersLine<T>,
     pub(super) run: RunnerLine<T>,
     /// Whether the pool's count of the queue was given back: the loom models check that no
@@ -227,6 +260,7 @@ impl<T: QueueItem> EventQueue<T> {
             early: UnsafeCell::new(Vec::new()),
             max_demands_at_once: u32::try_from(max_demands_at_once).unwrap_or(u32::MAX),
             closed: AtomicBool::new(false),
+            listed: std::cell::Cell::new(false),
             senders: SendersLine {
                 first: HandOffCell::new(MaybeUninit::uninit()),
                 state: AtomicU64::new(state),

@@ -104,6 +104,13 @@ impl<'q, T: QueueItem> Local<'q, T> {
         unsafe { (*self.queue.run.local.get()).release_spare() }
     }
 
+    /// Whether the local half holds slots (empty or not).
+    #[inline]
+    pub(crate) fn holds_slots(&self) -> bool {
+        // SAFETY: see above.
+        unsafe { (*self.queue.run.local.get()).holds_slots() }
+    }
+
     /// Takes the demand of the sender that claimed this idle queue, if any: a turn's first
     /// demand, before the local half and the remote half.
     #[inline]

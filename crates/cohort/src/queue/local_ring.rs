@@ -71,6 +71,23 @@ impl<T> LocalRing<T> {
         }
     }
 
+    /// Whether the ring holds slots (empty or not).
+    #[inline]
+    pub(crate) fn holds_slots(&self) -> bool {
+        self.buf.capacity() != 0
+    }
+
+    /// Gives back every slot of an empty ring: its queue goes idle, and a queue waiting for
+    /// its next message keeps nothing of its last burst.
+    #[cold]
+    pub(crate) fn release_all(&mut self) {
+        debug_assert_eq!(self.len, 0, "released only when empty");
+        if self.len == 0 {
+            self.buf = Vec::new();
+            self.head = 0;
+        }
+    }
+
     /// [`LocalRing::release_spare`]'s work: an empty ring keeps its first slots.
     #[cold]
     #[inline(never)]

@@ -3,6 +3,7 @@
 mod block_pool;
 mod dedicated_reader;
 mod event_queue;
+mod give_back;
 mod local;
 mod local_ring;
 #[cfg(all(test, cohort_loom))]
@@ -13,6 +14,7 @@ mod remote_blocks;
 mod running;
 mod scheduled;
 pub(crate) mod sender_epoch;
+pub(crate) mod sweep_list;
 #[cfg(all(test, not(cohort_loom)))]
 pub(crate) mod test_item;
 pub(crate) mod wakeup;
@@ -20,7 +22,7 @@ pub(crate) mod wakeup;
 #[cfg(not(cohort_loom))]
 pub(crate) use block_pool::BlockPool;
 pub(crate) use dedicated_reader::DedicatedReader;
-pub(crate) use event_queue::{EventQueue, QueueItem, Schedule};
+pub(crate) use event_queue::{EventQueue, IdleMemory, QueueItem, Schedule};
 pub(crate) use local::Local;
 #[cfg(all(test, not(cohort_loom)))]
 pub(crate) use local_ring::KEPT_CAPACITY;

@@ -4,7 +4,7 @@
 //! a bound queue, which the [`Scheduled`] holds borrow, and its release once the queue is
 //! unbound and idle.
 
-use super::event_queue::{EventQueue, Notifier, QueueItem, Schedule};
+use super::event_queue::{EventQueue, IdleMemory, Notifier, QueueItem, Schedule};
 use super::local::Local;
 use super::queue_arc::QueueArc;
 use super::remote_blocks::{self, Block};
@@ -46,7 +46,7 @@ pub(super) const UNBOUND: u64 = 8;
 /// clears the flag and gives back the pool's count (see [`TurnOutcome::Idle`]).
 pub(super) const RELEASE_AT_IDLE: u64 = 16;
 /// The flags that stay once set, whatever the turns do.
-const STICKY: u64 = SENDERS_OWN | UNBOUND | RELEASE_AT_IDLE;
+pub(super) const STICKY: u64 = SENDERS_OWN | UNBOUND | RELEASE_AT_IDLE;
 /// Queue state: the remote half's write index sits above the flags; one remote push
 /// adds this (see [`remote_blocks`]).
 pub(super) const ONE_PUSH: u64 = 32;
@@ -287,7 +287,8 @@ impl<T: QueueItem> EventQueue<T> {
             }
             // Idle only once the remote half is read up to an index that no push passed (as
             // a turn ends).
-            match running.end_turn(false) {
+            // It gives back its memory as it goes idle: no worker will sweep it.
+            match running.end_turn_with(false, true) {
                 TurnOutcome::Idle { release } => return release,
                 TurnOutcome::Again | TurnOutcome::HandedOver => {}
             }
@@ -361,6 +362,12 @@ impl<T: QueueItem> RunningGuard<'_, T> {
     /// gives back what it grew (a turn that ran only its claiming sender's demand leaves the
     /// half alone, and so pays nothing for the look).
     pub(crate) fn end_turn(self, ran_local: bool) -> TurnOutcome {
+        self.end_turn_with(ran_local, false)
+    }
+
+    /// [`end_turn`](Self::end_turn); `sweeping`: a sweep's empty turn, which gives back
+    /// what the queue holds whatever its item type (see [`EventQueue::give_back_idle`]).
+    pub(super) fn end_turn_with(self, ran_local: bool, sweeping: bool) -> TurnOutcome {
         let q = self.queue();
         // SAFETY (every block below): the guard makes this thread the queue's one runner until
         // the turn ends here, and the state, still SCHEDULED, lets no other runner start
@@ -375,8 +382,8 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         if ran_local {
             local.release_spare();
         }
+        let holds_slots = local.holds_slots();
         drop(self);
-        let state = &q.senders.state;
         // Idle only if the runner has read the remote half up to the state's index (no push
         // since, none left by a drain that stopped at its limit); otherwise the queue stays
         // scheduled and runs again. Release: a sender that claims the idle queue then fills
@@ -384,12 +391,74 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         // SAFETY: see above; nobody else reads the head.
         let head = unsafe { q.run.remote_head.index() };
         let busy = (head * ONE_PUSH) | SCHEDULED;
-        match state.compare_exchange(busy, busy & !SCHEDULED, Ordering::AcqRel, Ordering::Relaxed) {
+        // A queue that holds memory for its demands (local slots, remote blocks) gives it back
+        // as it goes idle, through its lap's marker (see `idle_giving_back`), or, when its
+        // item type is swept, is listed for its worker's sweep if it keeps a block: a
+        // give-back at every idle would cost a queue that goes idle thousands of times a
+        // second a block through the allocator each time. The first local slots alone (a
+        // few hundred bytes, which most queues take for their first demands) are kept: the
+        // list would hold nearly every queue, and its references would put off each dead
+        // queue's free to a compaction. Any other queue goes idle in one step.
+        let gives_back = (sweeping || T::idle_memory() == IdleMemory::GiveBack)
+            && (holds_slots || q.run.remote_head.keeps_a_block());
+        // The list's reference is taken, and the flag set, before the exchange: once idle,
+        // the queue may be unbound and dropped by others (a hold that borrows the pool's
+        // count keeps nothing alive after it), and the next runner reads the flag. A listed
+        // queue's turns look no further than the flag.
+        let listing = (T::idle_memory() == IdleMemory::List
+            && !sweeping
+            && !q.listed.get()
+            && q.run.remote_head.has_block())
+        .then(|| {
+            q.listed.set(true);
+            QueueArc::from_ref(q)
+        });
+        let outcome = Self::idle_exchange(q, head, busy, gives_back);
+        if let Some(listed) = listing {
+            match outcome {
+                TurnOutcome::Idle { .. } => T::list_for_sweep(listed),
+                // Still this turn's: it stays scheduled.
+                _ => {
+                    q.listed.set(false);
+                    drop(listed);
+                }
+            }
+        }
+        outcome
+    }
+
+    /// The exchange that ends a pool turn (see [`end_turn`](Self::end_turn)), the turn's
+    /// guard already dropped.
+    #[inline(always)]
+    fn idle_exchange(q: &EventQueue<T>, head: u64, busy: u64, gives_back: bool) -> TurnOutcome {
+        let state = &q.senders.state;
+        let first = if gives_back {
+            (remote_blocks::marker_of(head) * ONE_PUSH) | SCHEDULED
+        } else {
+            busy & !SCHEDULED
+        };
+        match state.compare_exchange(busy, first, Ordering::AcqRel, Ordering::Relaxed) {
+            // SAFETY: this turn holds the scheduled queue, has read its remote half up to
+            // the head, and has just put the index on the head's marker.
+            Ok(_) if gives_back => unsafe { q.idle_giving_back(head, first) },
             Ok(_) => TurnOutcome::Idle { release: false },
             // Once the agents have begun to finish or the queue is unbound (rare: a second
             // try, not a load per turn). The turn that clears RELEASE_AT_IDLE is the one
             // whose hold gives back the pool's count.
             Err(now) if now & !STICKY == busy => {
+                if gives_back {
+                    let parked = first | (now & STICKY);
+                    return match state.compare_exchange(
+                        now,
+                        parked,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    ) {
+                        // SAFETY: as above.
+                        Ok(_) => unsafe { q.idle_giving_back(head, parked) },
+                        Err(_) => TurnOutcome::Again,
+                    };
+                }
                 let idle = now & !(SCHEDULED | RELEASE_AT_IDLE);
                 match state.compare_exchange(now, idle, Ordering::AcqRel, Ordering::Relaxed) {
                     Ok(_) => TurnOutcome::Idle {
@@ -476,9 +545,9 @@ mod tests {
         }
     }
 
-    /// A pool turn that runs a burst of its handler's own sends to the end gives back what
-    /// they grew the local ring to as the turn ends, and the queue goes idle; a turn that
-    /// ends with demands left keeps them, and its slots.
+    /// A pool turn that runs a burst of its handler's own sends to the end, and leaves its
+    /// queue idle, gives back every slot they grew the local ring to; a turn that ends with
+    /// demands left keeps them, and its slots.
     #[test]
     fn a_turn_that_runs_its_queue_dry_gives_back_a_burst_s_slots() {
         const BURST: u32 = 5_000;
@@ -509,7 +578,236 @@ mod tests {
         assert_eq!(end, TurnOutcome::Idle { release: false }, "run dry: idle");
         scheduled.went_idle(false);
         let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
-        assert_eq!(q.local_capacity_for_test(), KEPT_CAPACITY);
+        assert_eq!(q.local_capacity_for_test(), 0, "idle: no slot kept");
+    }
+
+    /// A turn whose local ring runs dry while remote demands wait keeps the ring's first
+    /// slots for them (steady flow), and gives back only what a burst grew beyond that.
+    #[test]
+    fn a_turn_that_ends_with_remote_demands_waiting_keeps_the_ring_s_first_slots() {
+        let rq = Arc::new(RunQueue::default());
+        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        q.push_remote(Item(0));
+        let scheduled = rq.take();
+        // SAFETY: this test took the queue from its run queue and is its one runner.
+        let running = unsafe { RunningGuard::enter(&*scheduled) };
+        let local = running.local();
+        assert_eq!(local.take_first(), Some(Item(0)));
+        for i in 1..=5_000 {
+            local.push(Item(i));
+        }
+        for i in 1..=5_000 {
+            assert_eq!(local.pop(), Some(Item(i)));
+        }
+        q.push_remote(Item(5_001));
+        assert_eq!(running.end_turn(true), TurnOutcome::Again, "a push waits");
+        // SAFETY: as above (the turn that follows).
+        let running = unsafe { RunningGuard::enter(&*scheduled) };
+        let local = running.local();
+        local.drain_remote(4);
+        assert_eq!(local.pop(), Some(Item(5_001)));
+        drop(running);
+        // SAFETY: nothing runs the queue now; the test reads its ring's size.
+        let kept = unsafe { (*q.run.local.get()).capacity() };
+        assert_eq!(kept, KEPT_CAPACITY);
+        // SAFETY: as above.
+        let running = unsafe { RunningGuard::enter(&*scheduled) };
+        assert_eq!(running.end_turn(true), TurnOutcome::Idle { release: false });
+        scheduled.went_idle(false);
+        let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
+        assert_eq!(q.local_capacity_for_test(), 0);
+    }
+
+    /// Drains and runs everything a scheduled queue holds, in one turn, checking the order;
+    /// returns how the turn ended.
+    fn run_all(s: &Scheduled<Item<u32>>, want: std::ops::Range<u32>) -> TurnOutcome {
+        // SAFETY: the caller took `s` from its run queue and is the queue's one runner.
+        let running = unsafe { RunningGuard::enter(&**s) };
+        let local = running.local();
+        let mut ran = Vec::new();
+        ran.extend(local.take_first().map(|it| it.0));
+        while local.drain_remote(usize::MAX) > 0 {
+            while let Some(it) = local.pop() {
+                ran.push(it.0);
+            }
+        }
+        assert_eq!(ran, want.collect::<Vec<_>>(), "every item, in order");
+        running.end_turn(true)
+    }
+
+    /// A sweep claims an idle queue that kept a burst's block and slots and gives them back,
+    /// leaving it idle and unlisted; a scheduled queue it leaves alone, for the next sweep;
+    /// a queue run by a dedicated thread is never listed, and leaves the list.
+    #[test]
+    fn a_sweep_gives_back_what_an_idle_queue_kept() {
+        let rq = Arc::new(RunQueue::default());
+        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        q.push_remote(Item(0));
+        q.push_remote(Item(1));
+        let s = rq.take();
+        // A turn as a swept item type's would end it: idle, holding its block (this item
+        // type gives back at the turn's end, so the test drains without ending the turn).
+        // SAFETY: this test took the queue from its run queue and is its one runner.
+        let running = unsafe { RunningGuard::enter(&*s) };
+        let local = running.local();
+        assert_eq!(local.take_first(), Some(Item(0)));
+        local.drain_remote(4);
+        assert_eq!(local.pop(), Some(Item(1)));
+        assert!(q.run.remote_head.keeps_a_block());
+        assert_eq!(q.idle_state(), None, "scheduled: left for the next sweep");
+        let scheduled_state = q.senders.state.load(Ordering::Acquire);
+        assert!(!EventQueue::give_back_idle(&q, scheduled_state));
+        assert_eq!(running.end_turn(true), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        assert!(
+            q.run.remote_head.keeps_no_block(),
+            "this item type gives back at idle"
+        );
+        // A queue left idle holding a block, as a swept type's turn leaves it.
+        q.push_remote(Item(2));
+        let s = rq.take();
+        q.push_remote(Item(3));
+        // SAFETY: as above.
+        let running = unsafe { RunningGuard::enter(&*s) };
+        let local = running.local();
+        assert_eq!(local.take_first(), Some(Item(2)));
+        local.drain_remote(4);
+        assert_eq!(local.pop(), Some(Item(3)));
+        drop(running);
+        // SAFETY: the test still holds the scheduled queue; it leaves it idle as a turn
+        // that lists it would (the head read up to the state's index).
+        unsafe { q.force_idle_for_test() };
+        s.went_idle(false);
+        assert!(q.run.remote_head.keeps_a_block(), "idle, holding its block");
+        let idle = q.idle_state().expect("idle");
+        q.push_remote(Item(99));
+        assert!(
+            !EventQueue::give_back_idle(&q, idle),
+            "a push since the look: kept"
+        );
+        let s = rq.take();
+        // SAFETY: as above.
+        let running = unsafe { RunningGuard::enter(&*s) };
+        assert_eq!(running.local().take_first(), Some(Item(99)));
+        drop(running);
+        // SAFETY: as above.
+        unsafe { q.force_idle_for_test() };
+        s.went_idle(false);
+        let idle = q.idle_state().expect("idle");
+        assert!(
+            EventQueue::give_back_idle(&q, idle),
+            "claimed and given back"
+        );
+        assert!(q.run.remote_head.keeps_no_block());
+        assert!(!q.listed.get());
+        // Idle again: the next burst runs in order.
+        q.push_remote(Item(4));
+        q.push_remote(Item(5));
+        let s = rq.take();
+        assert_eq!(run_all(&s, 4..6), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
+        assert_eq!(q.local_capacity_for_test(), 0);
+        let dedicated = EventQueue::<Item<u32>>::new();
+        assert_eq!(dedicated.idle_state(), None, "not a pool queue");
+        assert!(!EventQueue::give_back_idle(&dedicated, 0));
+    }
+
+    /// Leaves `q` idle holding the block that a burst of two items from `from` linked, as a
+    /// turn of a swept item type leaves it.
+    fn keep_a_burst(rq: &RunQueue<Item<u32>>, q: &EventQueue<Item<u32>>, from: u32) {
+        q.push_remote(Item(from));
+        q.push_remote(Item(from + 1));
+        let s = rq.take();
+        // SAFETY: this test took the queue from its run queue and is its one runner.
+        let running = unsafe { RunningGuard::enter(&*s) };
+        let local = running.local();
+        assert_eq!(local.take_first(), Some(Item(from)));
+        local.drain_remote(4);
+        assert_eq!(local.pop(), Some(Item(from + 1)));
+        drop(running);
+        // SAFETY: the test still holds the scheduled queue and read it up to its index.
+        unsafe { q.force_idle_for_test() };
+        s.went_idle(false);
+        assert!(q.run.remote_head.keeps_a_block(), "idle, holding its block");
+    }
+
+    /// A sweep list gives back a queue's memory only once the queue has stayed idle with no
+    /// push for `GIVE_BACK_AFTER`: a push meanwhile starts the period again; a queue that
+    /// only the list still holds leaves it; the queue runs in order after the give-back.
+    #[test]
+    fn a_sweep_list_gives_back_only_what_stayed_idle_a_whole_period() {
+        use crate::defaults::GIVE_BACK_AFTER as AFTER;
+        use crate::queue::sweep_list::SweepList;
+        use std::time::Instant;
+        let rq = Arc::new(RunQueue::default());
+        let q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        keep_a_burst(&rq, &q, 0);
+        let mut list = SweepList::new();
+        list.push(q.clone());
+        let t0 = Instant::now();
+        assert_eq!(list.sweep(t0), Some(AFTER), "first seen");
+        assert_eq!(list.sweep(t0 + AFTER / 2), Some(AFTER - AFTER / 2));
+        keep_a_burst(&rq, &q, 2);
+        assert_eq!(
+            list.sweep(t0 + AFTER),
+            Some(AFTER),
+            "pushed to: the period restarts"
+        );
+        assert!(q.run.remote_head.keeps_a_block());
+        q.push_remote(Item(4));
+        assert_eq!(list.sweep(t0 + 3 * AFTER), Some(AFTER), "scheduled: kept");
+        let s = rq.take();
+        assert_eq!(run_all(&s, 4..5), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        keep_a_burst(&rq, &q, 5);
+        assert_eq!(list.sweep(t0 + 4 * AFTER), Some(AFTER));
+        assert_eq!(list.sweep(t0 + 5 * AFTER), None, "idle a whole period");
+        assert!(q.run.remote_head.keeps_no_block(), "given back");
+        assert_eq!(list.len(), 0);
+        q.push_remote(Item(7));
+        q.push_remote(Item(8));
+        let s = rq.take();
+        assert_eq!(run_all(&s, 7..9), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        // A queue nothing else holds: nothing can send to it.
+        let gone = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        keep_a_burst(&rq, &gone, 0);
+        list.push(gone);
+        assert_eq!(list.sweep(t0), None, "dropped");
+        assert_eq!(list.len(), 0);
+    }
+
+    /// A queue that took a burst from other threads while scheduled (two remote blocks'
+    /// worth) keeps neither block nor local slot once its turn leaves it idle, and the next
+    /// burst links blocks anew, in order, from the next lap's first index.
+    #[test]
+    fn an_idle_queue_keeps_nothing_of_a_burst() {
+        let rq = Arc::new(RunQueue::default());
+        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        for round in 0..3u32 {
+            let from = round * 100;
+            for i in from..from + 70 {
+                q.push_remote(Item(i));
+            }
+            let s = rq.take();
+            assert!(q.run.remote_head.has_block(), "the burst linked blocks");
+            assert_eq!(
+                run_all(&s, from..from + 70),
+                TurnOutcome::Idle { release: false }
+            );
+            s.went_idle(false);
+            assert!(
+                q.run.remote_head.keeps_no_block(),
+                "round {round}: no block kept"
+            );
+            let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
+            assert_eq!(
+                q.local_capacity_for_test(),
+                0,
+                "round {round}: no slot kept"
+            );
+        }
     }
 
     /// Runs the one demand of a scheduled queue; returns how its turn ended.

@@ -102,8 +102,8 @@ impl<T: QueueItem> QueueArc<T> {
         }
     }
 
-    /// How many references the queue has (the tests' check of who holds it).
-    #[cfg(test)]
+    /// How many references the queue has (the tests' check of who holds it; a sweep list's
+    /// look for queues only it still holds, which nothing can give a new reference).
     pub(crate) fn strong_count(this: &Self) -> usize {
         this.refs.0.load(Ordering::Acquire)
     }

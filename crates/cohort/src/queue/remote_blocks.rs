@@ -127,6 +127,12 @@ pub(crate) fn is_marker(i: u64) -> bool {
     i % LAP == BLOCK_CAP
 }
 
+/// The marker of the lap that index `i` falls in.
+#[inline]
+pub(crate) fn marker_of(i: u64) -> u64 {
+    i - i % LAP + BLOCK_CAP
+}
+
 /// True when index `i` is a block's last slot: its sender links the next block.
 #[inline]
 pub(crate) fn is_last_slot(i: u64) -> bool {
@@ -155,6 +161,19 @@ impl<T: QueueItem> Tail<T> {
             return b;
         }
         self.link_first(head)
+    }
+
+    /// The tail block as it is now (null before the first link, or while a first link is
+    /// between the head's block and this one).
+    #[inline]
+    pub(crate) fn current(&self) -> *mut Block<T> {
+        self.block.load(Ordering::Acquire)
+    }
+
+    /// Forgets the tail block, so that the next push links a first block again (see
+    /// [`Head::retire`]).
+    pub(crate) fn unlink(&self) {
+        self.block.store(ptr::null_mut(), Ordering::Release);
     }
 
     #[cold]
@@ -271,13 +290,9 @@ impl<T: QueueItem> Head<T> {
             .compare_exchange(ptr::null_mut(), b, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
-            match T::block_pool() {
-                // SAFETY: no thread holds `b` (caller), it holds no value (read to its end,
-                // or never written), and it did not become the spare.
-                Some(pool) => unsafe { pool.give(b) },
-                // SAFETY: as above.
-                None => unsafe { Block::free(b) },
-            }
+            // SAFETY: no thread holds `b` (caller), it holds no value (read to its end, or
+            // never written), and it did not become the spare.
+            unsafe { self.pool_or_free(b) };
         }
     }
 
@@ -327,6 +342,71 @@ impl<T: QueueItem> Head<T> {
     #[inline]
     pub(crate) fn has_block(&self) -> bool {
         !self.block.load(Ordering::Acquire).is_null()
+    }
+
+    /// Whether the head keeps a block, linked or spare (a sender that took a block for a
+    /// link it did not make may leave it as the spare of a queue with none linked).
+    #[inline]
+    pub(crate) fn keeps_a_block(&self) -> bool {
+        !self.block.load(Ordering::Acquire).is_null()
+            || !self.spare.load(Ordering::Acquire).is_null()
+    }
+
+    /// Whether the head keeps no block at all (the tests' view of an idle queue).
+    #[cfg(test)]
+    pub(crate) fn keeps_no_block(&self) -> bool {
+        !self.keeps_a_block()
+    }
+
+    /// The block that holds the head (null before the first link).
+    #[inline]
+    pub(crate) fn current(&self) -> *mut Block<T> {
+        self.block.load(Ordering::Acquire)
+    }
+
+    /// Gives the spare, if any, to the item type's pool (or frees it): the queue goes idle.
+    pub(crate) fn release_spare(&self) {
+        // Acquire: the release of whoever left it (a runner that read it to its end, or a
+        // sender that took it for a link it did not make).
+        let b = self.spare.swap(ptr::null_mut(), Ordering::Acquire);
+        if !b.is_null() {
+            // SAFETY: taken out of the spare by this swap: this thread's alone, and it holds
+            // no value (read to its end, or never written).
+            unsafe { self.pool_or_free(b) };
+        }
+    }
+
+    /// Gives the head's block, `block`, to the item type's pool (or frees it) and moves the
+    /// head to the next lap's first index, where a push links a first block again.
+    ///
+    /// # Safety
+    /// Only the queue's runner calls this, having read every reserved index, with the
+    /// state's index resting on the head's lap marker (no sender can reserve, so none
+    /// writes a slot), `block` the head's non-null block, which was the tail's too, and the
+    /// tail unlinked since.
+    pub(crate) unsafe fn retire(&self, block: *mut Block<T>) -> u64 {
+        debug_assert!(!block.is_null());
+        // The head's block goes from non-null to null only here: a sender's first link
+        // (from null) cannot have replaced it.
+        self.block.store(ptr::null_mut(), Ordering::Release);
+        // SAFETY: every value of `block` was read and no sender can reserve a slot of it
+        // (caller); a sender that read it before the marker fails its reservation.
+        unsafe { self.pool_or_free(block) };
+        // SAFETY: caller: the index is the runner's alone.
+        let index = unsafe { &mut *self.index.get() };
+        *index = marker_of(*index) + 1;
+        *index
+    }
+
+    /// # Safety
+    /// `b` came from [`Block::alloc`], holds no value, and no thread uses it after this call.
+    unsafe fn pool_or_free(&self, b: *mut Block<T>) {
+        match T::block_pool() {
+            // SAFETY: caller.
+            Some(pool) => unsafe { pool.give(b) },
+            // SAFETY: caller.
+            None => unsafe { Block::free(b) },
+        }
     }
 
     /// Takes the value at the head if the head is before `tail` (the state's index, read

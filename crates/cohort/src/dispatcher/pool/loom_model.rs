@@ -108,7 +108,13 @@ fn filled_slot_wakes_a_worker_parked_for_good() {
             loom::thread::spawn(move || {
                 wakeups[1].register_current();
                 let any_light = || slots[0].owner_fence_is_light();
-                parked.park(1, &wakeups[1], any_light, || slots[0].is_occupied());
+                parked.park(
+                    1,
+                    &wakeups[1],
+                    any_light,
+                    || slots[0].is_occupied(),
+                    || None,
+                );
                 slots[0].steal().map(Scheduled::hand_over).is_some()
             })
         };

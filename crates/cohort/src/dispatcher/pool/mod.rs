@@ -467,6 +467,7 @@ impl<P: PoolPolicy> Pool<P> {
         {
             q.abandon();
         }
+        crate::queue::sweep_list::forget();
         crate::dispatcher::reuse::release_thread_caches();
     }
 
@@ -482,10 +483,15 @@ impl<P: PoolPolicy> Pool<P> {
                 self.wakeups[index].sleep_timeout(defaults::SLOT_STEAL_AFTER * 20, work);
             } else {
                 let any_light = || self.others_fences_light(index);
-                self.parked_forever
-                    .park(index, &self.wakeups[index], any_light, || {
-                        work() || self.others_slots_occupied(index)
-                    });
+                self.parked_forever.park(
+                    index,
+                    &self.wakeups[index],
+                    any_light,
+                    || work() || self.others_slots_occupied(index),
+                    // Out of work for a while: the queues it left idle holding memory give
+                    // it back once they have waited long enough.
+                    crate::queue::sweep_list::sweep,
+                );
             }
         });
     }

@@ -30,20 +30,31 @@ impl ForeverParked {
     /// whether another slot's owner may fence with a compiler fence alone. (Loom, which
     /// models both fences as `SeqCst` fences, cannot tell the heavy one from the fence in
     /// `Wakeup::sleep`; against a filler's compiler fence only the heavy one counts.)
+    ///
+    /// `sweep` runs when the first sleep ends with no work, and after each bounded sleep that
+    /// it asks for: while it returns a time (queues still waiting to give back their memory,
+    /// see `queue::sweep_list`), the worker sleeps no longer than that, counted as parked all
+    /// along, and a fill that races with such a sleep is seen when it ends, as with the first.
     pub(crate) fn park(
         &self,
         index: usize,
         wakeup: &Wakeup,
         any_light: impl FnOnce() -> bool,
         ready: impl Fn() -> bool,
+        mut sweep: impl FnMut() -> Option<std::time::Duration>,
     ) {
         self.flags[index].store(true, Ordering::SeqCst);
         self.count.fetch_add(1, Ordering::SeqCst);
         crate::dispatcher::reuse::release_thread_caches();
         wakeup.sleep_timeout(crate::defaults::PARK_FOR_GOOD_AFTER, &ready);
-        if !ready() {
+        while !ready() {
+            if let Some(next) = sweep() {
+                wakeup.sleep_timeout(next, &ready);
+                continue;
+            }
             heavy_fence(any_light);
             wakeup.sleep(ready);
+            break;
         }
         self.count.fetch_sub(1, Ordering::SeqCst);
         self.flags[index].store(false, Ordering::Relaxed);

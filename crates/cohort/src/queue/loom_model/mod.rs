@@ -17,6 +17,13 @@ impl QueueItem for LoomItem {
     fn reject(self) {
         panic!("item {self:?} was never executed");
     }
+
+    /// As a demand's: a pool turn that leaves the queue idle keeps its blocks, for a sweep to
+    /// give back (the models race `EventQueue::give_back_idle` with senders and workers),
+    /// with no list (no worker sweeps here).
+    fn idle_memory() -> crate::queue::IdleMemory {
+        crate::queue::IdleMemory::Keep
+    }
 }
 
 /// Checks that `log` holds `per_producer` items of each of `producers` producers (items

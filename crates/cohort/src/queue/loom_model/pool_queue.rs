@@ -110,8 +110,19 @@ impl Pooled {
 /// a runner on a slot being written yields to the model, and paths are longer than
 /// loom's default allows.
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_bounded(None, f);
+}
+
+/// As [`model`], with at most `preemptions` preemptions per interleaving, for a model of four
+/// threads that would take minutes at CI's bound: each race it checks (a sender at a marker
+/// against the give-back that moves it, a first link against another sender's) needs one
+/// preemption on each side.
+fn model_bounded(preemptions: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
     let mut model = loom::model::Builder::new();
     model.max_branches = 20_000;
+    if preemptions.is_some() {
+        model.preemption_bound = preemptions;
+    }
     model.check(f);
 }
 
@@ -152,6 +163,71 @@ fn pooled_queue_two_producers_two_items_one_worker() {
 #[test]
 fn pooled_queue_crosses_remote_blocks() {
     check(1, 5, 1);
+}
+
+/// A worker's sweep claims the queue it saw idle (as a sender would, with no demand) and
+/// gives back its blocks while senders push and a worker runs it: senders may be reading the
+/// tail block for their next reservation, linking a first block again, or waiting at the
+/// marker of the give-back. Every item runs once and in order whoever holds the queue, a
+/// push during the sweep's empty turn leaves the queue scheduled (loom reports a lost
+/// schedule as items never run), and a last sweep, once everyone is done, leaves the idle
+/// queue with no block. `bound`: the queue's pool holds it (a bound queue's state has no
+/// sticky flag; a new one's has `UNBOUND`, and its sweep's hold takes a count of its own).
+fn sweep_races(producers: u8, per_producer: u8, bound: bool) {
+    // Four threads with two senders: two preemptions.
+    let preemptions = (producers > 1).then_some(2);
+    model_bounded(preemptions, move || {
+        let pooled = if bound {
+            Pooled::bound()
+        } else {
+            Pooled::new()
+        };
+        let q = &pooled.q;
+        let senders = spawn_producers(q, producers, per_producer);
+        let sweeper = {
+            let q = q.clone();
+            loom::thread::spawn(move || {
+                if let Some(idle) = q.idle_state() {
+                    EventQueue::give_back_idle(&q, idle);
+                }
+            })
+        };
+        let worker = pooled.spawn_worker();
+        for t in senders.into_iter().chain([sweeper, worker]) {
+            t.join().unwrap();
+        }
+        let log = pooled.last_pass();
+        assert_fifo_per_producer(&log, producers, per_producer);
+        let idle = q.idle_state().expect("idle once every item ran");
+        assert!(EventQueue::give_back_idle(q, idle), "nobody pushes now");
+        assert!(
+            q.run.remote_head.keeps_no_block(),
+            "a swept queue keeps no block"
+        );
+    });
+}
+
+#[test]
+fn a_sweep_races_with_one_push() {
+    sweep_races(1, 1, true);
+}
+
+/// Enough pushes to link a block (two slots under loom) while the sweep races.
+#[test]
+fn a_sweep_races_with_three_pushes() {
+    sweep_races(1, 3, true);
+}
+
+#[test]
+fn a_sweep_of_a_new_queue_races_with_three_pushes() {
+    sweep_races(1, 3, false);
+}
+
+/// Two senders: one may link the first block, or take one for a link, while the other
+/// waits at the marker of the sweep's give-back.
+#[test]
+fn a_sweep_races_with_two_senders() {
+    sweep_races(2, 1, true);
 }
 
 /// The finish step closes lending while a sender pushes: every demand made borrowing

@@ -1,0 +1,123 @@
+//! How an idle pool queue gives back the memory it took for its demands (its local slots,
+//! its remote blocks): the worker sweep's claim of a queue it saw idle
+//! ([`EventQueue::give_back_idle`]), and the end of a turn that goes idle through its lap's
+//! marker ([`EventQueue::idle_giving_back`]). docs/internals.md, "An idle pool queue gives
+//! its memory back", draws the protocol; the loom models `a_sweep_races_*` check it.
+
+use super::event_queue::{EventQueue, Notifier, QueueItem};
+use super::pool_state::{ONE_PUSH, RELEASE_AT_IDLE, SCHEDULED, STICKY, TurnOutcome, UNBOUND};
+use super::queue_arc::QueueArc;
+use super::running::RunningGuard;
+use super::scheduled::Scheduled;
+use std::sync::atomic::Ordering;
+
+impl<T: QueueItem> EventQueue<T> {
+    /// Leaves a scheduled pool queue idle at its head's index, keeping what it holds.
+    ///
+    /// # Safety
+    /// The caller holds the scheduled queue and has read its remote half up to the state's
+    /// index.
+    #[cfg(all(test, not(cohort_loom)))]
+    pub(super) unsafe fn force_idle_for_test(&self) {
+        // SAFETY: caller.
+        let head = unsafe { self.run.remote_head.index() };
+        let busy = (head * ONE_PUSH) | SCHEDULED;
+        let s = self.senders.state.load(Ordering::Acquire);
+        assert_eq!(s & !STICKY, busy, "read up to the index");
+        self.senders.state.store(s & !SCHEDULED, Ordering::Release);
+    }
+
+    /// The queue's state when it is idle on a pool (`None` when scheduled, or not a pool
+    /// queue): a sweep compares two of them to learn that no sender pushed in between.
+    pub(crate) fn idle_state(&self) -> Option<u64> {
+        let Notifier::Pool { .. } = &self.notifier else {
+            return None;
+        };
+        let s = self.senders.state.load(Ordering::Acquire);
+        (s & SCHEDULED == 0).then_some(s)
+    }
+
+    /// A worker's sweep gives back the memory of a queue it listed (see
+    /// [`QueueItem::swept`]) and found idle in state `idle` (see
+    /// [`idle_state`](Self::idle_state)): it claims the queue from that state, as a sender
+    /// would but with no demand, and ends that empty turn giving back the queue's slots and
+    /// blocks. Returns whether it did; `false` when a sender claimed or pushed since `idle`
+    /// was read (the queue stays listed). A push during the give-back leaves the queue
+    /// scheduled on its pool, its memory given back all the same.
+    pub(crate) fn give_back_idle(q: &QueueArc<T>, idle: u64) -> bool {
+        let Notifier::Pool { scheduler } = &q.notifier else {
+            return false;
+        };
+        // AcqRel as every write of the state: the last runner's release of the idle state.
+        if idle & SCHEDULED != 0
+            || q.senders
+                .state
+                .compare_exchange(idle, idle | SCHEDULED, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        // SAFETY: the exchange set SCHEDULED on a state with `UNBOUND` as read.
+        let hold = unsafe { Scheduled::claimed(q, idle & UNBOUND != 0) };
+        // SAFETY: this thread claimed the idle queue, which is in no run queue: its one
+        // runner until the turn below ends.
+        let running = unsafe { RunningGuard::enter(q) };
+        q.listed.set(false);
+        match running.end_turn_with(false, true) {
+            TurnOutcome::Idle { release } => hold.went_idle(release),
+            // An empty turn hands nothing over: only a push leaves it scheduled.
+            TurnOutcome::Again | TurnOutcome::HandedOver => scheduler.schedule(hold),
+        }
+        true
+    }
+
+    /// The end of a turn that leaves its queue idle and gives back what the queue held for
+    /// its demands, so that a queue that once took a burst does not keep it while it waits:
+    /// its local slots, and its remote half's blocks (a kilobyte and a half, ten times an
+    /// idle agent), for the next push that finds it scheduled to link one from the pool.
+    ///
+    /// The caller has moved the index onto its lap's marker (the queue still scheduled): a
+    /// sender reads the tail block before it reserves, and every sender now waits there, as
+    /// for a link, so no reservation is outstanding or can be made; the blocks go; the index
+    /// moves to the next lap's first index as the queue goes idle. A sender between a first
+    /// block's link into the head and into the tail leaves the two apart: then the blocks
+    /// stay, and the queue goes idle at its index.
+    ///
+    /// # Safety
+    /// The caller holds this scheduled queue (its turn), has read the remote half up to
+    /// index `head`, and moved the state from that index onto the lap's marker: to
+    /// `parked`.
+    #[inline(never)]
+    pub(super) unsafe fn idle_giving_back(&self, head: u64, parked: u64) -> TurnOutcome {
+        // SAFETY: the caller's turn holds the queue: the local half is its alone, and empty.
+        unsafe { (*self.run.local.get()).release_all() };
+        let (tail, run) = (&self.senders.remote_tail, &self.run.remote_head);
+        run.release_spare();
+        // The head's block is the runner's to retire only when the tail's is the same: a
+        // first link sets the head's, then the tail's, and the runner must not free a block
+        // that a sender is about to publish as the tail.
+        let block = run.current();
+        let index = if !block.is_null() && tail.current() == block {
+            tail.unlink();
+            // SAFETY: this thread runs the queue, has read every reserved index, and holds
+            // the index on the head's marker; the tail's block was the head's, now unlinked.
+            unsafe { run.retire(block) }
+        } else {
+            head
+        };
+        // While the index rests on the marker only the flags can move (an unbind's).
+        let state = &self.senders.state;
+        let mut s = parked;
+        loop {
+            let idle = (index * ONE_PUSH) | (s & STICKY & !RELEASE_AT_IDLE);
+            match state.compare_exchange_weak(s, idle, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    return TurnOutcome::Idle {
+                        release: s & RELEASE_AT_IDLE != 0,
+                    };
+                }
+                Err(now) => s = now,
+            }
+        }
+    }
+}
