@@ -148,7 +148,7 @@ pub(crate) struct EventQueue<T: QueueItem = Demand> {
     /// `u32::MAX`); unused by a dedicated worker thread.
     pub(super) max_demands_at_once: u32,
     pub(super) closed: AtomicBool,
-    /// Whether a worker's sweep list holds the queue (see [`QueueItem::swept`]): set by the
+    /// Whether a worker's sweep list holds the queue (see [`IdleMemory::List`]): set by the
     /// turn that lists it, cleared by the sweep that gives its memory back; only the
     /// queue's runner reads or writes it, rarely, so it sits in the padding of this line
     /// rather than in the runner's, which it would take past 64 bytes.

@@ -38,7 +38,7 @@ impl<T: QueueItem> EventQueue<T> {
     }
 
     /// A worker's sweep gives back the memory of a queue it listed (see
-    /// [`QueueItem::swept`]) and found idle in state `idle` (see
+    /// [`IdleMemory::List`](super::IdleMemory::List)) and found idle in state `idle` (see
     /// [`idle_state`](Self::idle_state)): it claims the queue from that state, as a sender
     /// would but with no demand, and ends that empty turn giving back the queue's slots and
     /// blocks. Returns whether it did; `false` when a sender claimed or pushed since `idle`

@@ -393,7 +393,7 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         let busy = (head * ONE_PUSH) | SCHEDULED;
         // A queue that holds memory for its demands (local slots, remote blocks) gives it back
         // as it goes idle, through its lap's marker (see `idle_giving_back`), or, when its
-        // item type is swept, is listed for its worker's sweep if it keeps a block: a
+        // item type lists, is listed for its worker's sweep if it keeps a block: a
         // give-back at every idle would cost a queue that goes idle thousands of times a
         // second a block through the allocator each time. The first local slots alone (a
         // few hundred bytes, which most queues take for their first demands) are kept: the
