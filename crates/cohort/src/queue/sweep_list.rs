@@ -122,9 +122,16 @@ thread_local! {
     static LISTED: RefCell<SweepList<Demand>> = const { RefCell::new(SweepList::new()) };
 }
 
-/// Lists `q` for this thread's sweeps.
+/// Lists `q` for this thread's sweeps. A thread whose list is gone (it is exiting) or in use
+/// drops `q` instead, rather than panic: the queue keeps its memory until it is dropped, as
+/// an unlisted one does.
 pub(crate) fn list(q: QueueArc<Demand>) {
-    LISTED.with(|l| l.borrow_mut().push(q));
+    let mut q = Some(q);
+    let _gone = LISTED.try_with(|l| {
+        if let (Ok(mut l), Some(q)) = (l.try_borrow_mut(), q.take()) {
+            l.push(q);
+        }
+    });
 }
 
 /// This thread's sweep (see [`SweepList::sweep`]), as its worker is out of work.
