@@ -76,6 +76,21 @@ const QUIET: Duration = Duration::from_millis(100);
 /// How long the agents may take to start before the measurement fails.
 const START_LIMIT: Duration = Duration::from_secs(300);
 
+/// A benchmark's wait, not a test's: polls `count` until it reaches `want`, or fails once
+/// `START_LIMIT` has passed since `started`.
+fn wait_for(count: &AtomicU64, want: u64, started: Instant, what: &str) -> Result<(), String> {
+    while count.load(Ordering::Relaxed) < want {
+        if started.elapsed() > START_LIMIT {
+            return Err(format!(
+                "only {} of {want} {what} within {START_LIMIT:?}",
+                count.load(Ordering::Relaxed)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
 /// Checks the sizes.
 pub fn validate(agents: u64, coops: u64) -> Result<(), String> {
     validate_sizes(agents, coops)
@@ -140,17 +155,7 @@ pub fn run_once(setup: Setup) -> Result<Outcome, String> {
             }
             env.register_coop(coop).map_err(|e| e.to_string())?;
         }
-        // A benchmark's wait, not a test's: poll until the last `start` has run.
-        while STARTED.load(Ordering::Relaxed) < setup.agents {
-            if started.elapsed() > START_LIMIT {
-                return Err(format!(
-                    "only {} of {} agents started within {START_LIMIT:?}",
-                    STARTED.load(Ordering::Relaxed),
-                    setup.agents
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for(&STARTED, setup.agents, started, "agents started")?;
         let registered = started.elapsed();
         for m in &mboxes {
             for _ in 0..setup.burst {
@@ -158,15 +163,7 @@ pub fn run_once(setup: Setup) -> Result<Outcome, String> {
             }
         }
         let sent = mboxes.len() as u64 * u64::from(setup.burst);
-        while HANDLED.load(Ordering::Relaxed) < sent {
-            if started.elapsed() > START_LIMIT {
-                return Err(format!(
-                    "only {} of {sent} messages handled within {START_LIMIT:?}",
-                    HANDLED.load(Ordering::Relaxed)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for(&HANDLED, sent, started, "messages handled")?;
         if sent > 0 {
             // Quiet again: the heap has stopped shrinking for `QUIET` (the pool workers give
             // back what their queues kept of the burst once they have run out of work).

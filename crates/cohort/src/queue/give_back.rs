@@ -121,3 +121,107 @@ impl<T: QueueItem> EventQueue<T> {
         }
     }
 }
+
+#[cfg(all(test, not(cohort_loom)))]
+mod tests {
+    use crate::queue::test_item::{Item, RunQueue, keep_a_burst, run_all};
+    use crate::queue::{EventQueue, QueueArc, RunningGuard, TurnOutcome};
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    /// A sweep claims an idle queue that kept a burst's block and slots and gives them back,
+    /// leaving it idle and unlisted; a scheduled queue it leaves alone, for the next sweep;
+    /// a queue run by a dedicated thread is never listed, and leaves the list.
+    #[test]
+    fn a_sweep_gives_back_what_an_idle_queue_kept() {
+        let rq = Arc::new(RunQueue::default());
+        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        q.push_remote(Item(0));
+        q.push_remote(Item(1));
+        let s = rq.take();
+        // A turn as a swept item type's would end it: idle, holding its block (this item
+        // type gives back at the turn's end, so the test drains without ending the turn).
+        // SAFETY: this test took the queue from its run queue and is its one runner.
+        let running = unsafe { RunningGuard::enter(&*s) };
+        let local = running.local();
+        assert_eq!(local.take_first(), Some(Item(0)));
+        local.drain_remote(4);
+        assert_eq!(local.pop(), Some(Item(1)));
+        assert!(q.run.remote_head.keeps_a_block());
+        assert_eq!(q.idle_state(), None, "scheduled: left for the next sweep");
+        let scheduled_state = q.senders.state.load(Ordering::Acquire);
+        assert!(!EventQueue::give_back_idle(&q, scheduled_state));
+        assert_eq!(running.end_turn(true), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        assert!(
+            q.run.remote_head.keeps_no_block(),
+            "this item type gives back at idle"
+        );
+        // A queue left idle holding a block, as a swept type's turn leaves it.
+        keep_a_burst(&rq, &q, 2);
+        let idle = q.idle_state().expect("idle");
+        q.push_remote(Item(99));
+        assert!(
+            !EventQueue::give_back_idle(&q, idle),
+            "a push since the look: kept"
+        );
+        let s = rq.take();
+        // SAFETY: as above.
+        let running = unsafe { RunningGuard::enter(&*s) };
+        assert_eq!(running.local().take_first(), Some(Item(99)));
+        drop(running);
+        // SAFETY: as above.
+        unsafe { q.force_idle_for_test() };
+        s.went_idle(false);
+        let idle = q.idle_state().expect("idle");
+        assert!(
+            EventQueue::give_back_idle(&q, idle),
+            "claimed and given back"
+        );
+        assert!(q.run.remote_head.keeps_no_block());
+        assert!(!q.listed.get());
+        // Idle again: the next burst runs in order.
+        q.push_remote(Item(4));
+        q.push_remote(Item(5));
+        let s = rq.take();
+        assert_eq!(run_all(&s, 4..6), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
+        assert_eq!(q.local_capacity_for_test(), 0);
+        let dedicated = EventQueue::<Item<u32>>::new();
+        assert_eq!(dedicated.idle_state(), None, "not a pool queue");
+        assert!(!EventQueue::give_back_idle(&dedicated, 0));
+    }
+
+    /// A queue that took a burst from other threads while scheduled (two remote blocks'
+    /// worth) keeps neither block nor local slot once its turn leaves it idle, and the next
+    /// burst links blocks anew, in order, from the next lap's first index.
+    #[test]
+    fn an_idle_queue_keeps_nothing_of_a_burst() {
+        let rq = Arc::new(RunQueue::default());
+        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        for round in 0..3u32 {
+            let from = round * 100;
+            for i in from..from + 70 {
+                q.push_remote(Item(i));
+            }
+            let s = rq.take();
+            assert!(q.run.remote_head.has_block(), "the burst linked blocks");
+            assert_eq!(
+                run_all(&s, from..from + 70),
+                TurnOutcome::Idle { release: false }
+            );
+            s.went_idle(false);
+            assert!(
+                q.run.remote_head.keeps_no_block(),
+                "round {round}: no block kept"
+            );
+            let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
+            assert_eq!(
+                q.local_capacity_for_test(),
+                0,
+                "round {round}: no slot kept"
+            );
+        }
+    }
+}

@@ -365,9 +365,10 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         self.end_turn_with(ran_local, false)
     }
 
-    /// [`end_turn`](Self::end_turn); `sweeping`: a sweep's empty turn, which gives back
-    /// what the queue holds whatever its item type (see [`EventQueue::give_back_idle`]).
-    pub(super) fn end_turn_with(self, ran_local: bool, sweeping: bool) -> TurnOutcome {
+    /// [`end_turn`](Self::end_turn); `give_back`: the queue gives back what it holds as it
+    /// goes idle whatever its item type (a sweep's empty turn, see
+    /// [`EventQueue::give_back_idle`]; a queue whose workers are gone).
+    pub(super) fn end_turn_with(self, ran_local: bool, give_back: bool) -> TurnOutcome {
         let q = self.queue();
         // SAFETY (every block below): the guard makes this thread the queue's one runner until
         // the turn ends here, and the state, still SCHEDULED, lets no other runner start
@@ -382,7 +383,9 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         if ran_local {
             local.release_spare();
         }
-        let holds_slots = local.holds_slots();
+        // Looked at only where the memory may go back now: demands keep their slots at idle.
+        let give_back = give_back || T::idle_memory() == IdleMemory::GiveBack;
+        let holds_slots = give_back && local.holds_slots();
         drop(self);
         // Idle only if the runner has read the remote half up to the state's index (no push
         // since, none left by a drain that stopped at its limit); otherwise the queue stays
@@ -399,14 +402,13 @@ impl<T: QueueItem> RunningGuard<'_, T> {
         // few hundred bytes, which most queues take for their first demands) are kept: the
         // list would hold nearly every queue, and its references would put off each dead
         // queue's free to a compaction. Any other queue goes idle in one step.
-        let gives_back = (sweeping || T::idle_memory() == IdleMemory::GiveBack)
-            && (holds_slots || q.run.remote_head.keeps_a_block());
+        let gives_back = give_back && (holds_slots || q.run.remote_head.keeps_a_block());
         // The list's reference is taken, and the flag set, before the exchange: once idle,
         // the queue may be unbound and dropped by others (a hold that borrows the pool's
         // count keeps nothing alive after it), and the next runner reads the flag. A listed
         // queue's turns look no further than the flag.
         let listing = (T::idle_memory() == IdleMemory::List
-            && !sweeping
+            && !give_back
             && !q.listed.get()
             && q.run.remote_head.has_block())
         .then(|| {
@@ -512,38 +514,10 @@ impl<T: QueueItem> Local<'_, T> {
 #[cfg(all(test, not(cohort_loom)))]
 mod tests {
     use super::TurnOutcome;
-    use crate::queue::{
-        EventQueue, KEPT_CAPACITY, QueueArc, QueueItem, RunningGuard, Schedule, Scheduled,
-    };
+    use crate::queue::test_item::{Item, RunQueue};
+    use crate::queue::{EventQueue, KEPT_CAPACITY, QueueArc, QueueItem, RunningGuard, Scheduled};
+    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    use crate::queue::test_item::Item;
-
-    /// Keeps what it is asked to schedule.
-    struct RunQueue<T: QueueItem>(Mutex<Vec<Scheduled<T>>>);
-
-    impl<T: QueueItem> Default for RunQueue<T> {
-        fn default() -> Self {
-            Self(Mutex::new(Vec::new()))
-        }
-    }
-
-    impl<T: QueueItem> Schedule<T> for RunQueue<T> {
-        fn schedule(&self, q: Scheduled<T>) {
-            self.0.lock().unwrap().push(q);
-        }
-    }
-
-    impl<T: QueueItem> RunQueue<T> {
-        fn take(&self) -> Scheduled<T> {
-            self.0
-                .lock()
-                .unwrap()
-                .pop()
-                .expect("the push scheduled the queue")
-        }
-    }
 
     /// A pool turn that runs a burst of its handler's own sends to the end, and leaves its
     /// queue idle, gives back every slot they grew the local ring to; a turn that ends with
@@ -616,198 +590,6 @@ mod tests {
         scheduled.went_idle(false);
         let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
         assert_eq!(q.local_capacity_for_test(), 0);
-    }
-
-    /// Drains and runs everything a scheduled queue holds, in one turn, checking the order;
-    /// returns how the turn ended.
-    fn run_all(s: &Scheduled<Item<u32>>, want: std::ops::Range<u32>) -> TurnOutcome {
-        // SAFETY: the caller took `s` from its run queue and is the queue's one runner.
-        let running = unsafe { RunningGuard::enter(&**s) };
-        let local = running.local();
-        let mut ran = Vec::new();
-        ran.extend(local.take_first().map(|it| it.0));
-        while local.drain_remote(usize::MAX) > 0 {
-            while let Some(it) = local.pop() {
-                ran.push(it.0);
-            }
-        }
-        assert_eq!(ran, want.collect::<Vec<_>>(), "every item, in order");
-        running.end_turn(true)
-    }
-
-    /// A sweep claims an idle queue that kept a burst's block and slots and gives them back,
-    /// leaving it idle and unlisted; a scheduled queue it leaves alone, for the next sweep;
-    /// a queue run by a dedicated thread is never listed, and leaves the list.
-    #[test]
-    fn a_sweep_gives_back_what_an_idle_queue_kept() {
-        let rq = Arc::new(RunQueue::default());
-        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
-        q.push_remote(Item(0));
-        q.push_remote(Item(1));
-        let s = rq.take();
-        // A turn as a swept item type's would end it: idle, holding its block (this item
-        // type gives back at the turn's end, so the test drains without ending the turn).
-        // SAFETY: this test took the queue from its run queue and is its one runner.
-        let running = unsafe { RunningGuard::enter(&*s) };
-        let local = running.local();
-        assert_eq!(local.take_first(), Some(Item(0)));
-        local.drain_remote(4);
-        assert_eq!(local.pop(), Some(Item(1)));
-        assert!(q.run.remote_head.keeps_a_block());
-        assert_eq!(q.idle_state(), None, "scheduled: left for the next sweep");
-        let scheduled_state = q.senders.state.load(Ordering::Acquire);
-        assert!(!EventQueue::give_back_idle(&q, scheduled_state));
-        assert_eq!(running.end_turn(true), TurnOutcome::Idle { release: false });
-        s.went_idle(false);
-        assert!(
-            q.run.remote_head.keeps_no_block(),
-            "this item type gives back at idle"
-        );
-        // A queue left idle holding a block, as a swept type's turn leaves it.
-        q.push_remote(Item(2));
-        let s = rq.take();
-        q.push_remote(Item(3));
-        // SAFETY: as above.
-        let running = unsafe { RunningGuard::enter(&*s) };
-        let local = running.local();
-        assert_eq!(local.take_first(), Some(Item(2)));
-        local.drain_remote(4);
-        assert_eq!(local.pop(), Some(Item(3)));
-        drop(running);
-        // SAFETY: the test still holds the scheduled queue; it leaves it idle as a turn
-        // that lists it would (the head read up to the state's index).
-        unsafe { q.force_idle_for_test() };
-        s.went_idle(false);
-        assert!(q.run.remote_head.keeps_a_block(), "idle, holding its block");
-        let idle = q.idle_state().expect("idle");
-        q.push_remote(Item(99));
-        assert!(
-            !EventQueue::give_back_idle(&q, idle),
-            "a push since the look: kept"
-        );
-        let s = rq.take();
-        // SAFETY: as above.
-        let running = unsafe { RunningGuard::enter(&*s) };
-        assert_eq!(running.local().take_first(), Some(Item(99)));
-        drop(running);
-        // SAFETY: as above.
-        unsafe { q.force_idle_for_test() };
-        s.went_idle(false);
-        let idle = q.idle_state().expect("idle");
-        assert!(
-            EventQueue::give_back_idle(&q, idle),
-            "claimed and given back"
-        );
-        assert!(q.run.remote_head.keeps_no_block());
-        assert!(!q.listed.get());
-        // Idle again: the next burst runs in order.
-        q.push_remote(Item(4));
-        q.push_remote(Item(5));
-        let s = rq.take();
-        assert_eq!(run_all(&s, 4..6), TurnOutcome::Idle { release: false });
-        s.went_idle(false);
-        let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
-        assert_eq!(q.local_capacity_for_test(), 0);
-        let dedicated = EventQueue::<Item<u32>>::new();
-        assert_eq!(dedicated.idle_state(), None, "not a pool queue");
-        assert!(!EventQueue::give_back_idle(&dedicated, 0));
-    }
-
-    /// Leaves `q` idle holding the block that a burst of two items from `from` linked, as a
-    /// turn of a swept item type leaves it.
-    fn keep_a_burst(rq: &RunQueue<Item<u32>>, q: &EventQueue<Item<u32>>, from: u32) {
-        q.push_remote(Item(from));
-        q.push_remote(Item(from + 1));
-        let s = rq.take();
-        // SAFETY: this test took the queue from its run queue and is its one runner.
-        let running = unsafe { RunningGuard::enter(&*s) };
-        let local = running.local();
-        assert_eq!(local.take_first(), Some(Item(from)));
-        local.drain_remote(4);
-        assert_eq!(local.pop(), Some(Item(from + 1)));
-        drop(running);
-        // SAFETY: the test still holds the scheduled queue and read it up to its index.
-        unsafe { q.force_idle_for_test() };
-        s.went_idle(false);
-        assert!(q.run.remote_head.keeps_a_block(), "idle, holding its block");
-    }
-
-    /// A sweep list gives back a queue's memory only once the queue has stayed idle with no
-    /// push for `GIVE_BACK_AFTER`: a push meanwhile starts the period again; a queue that
-    /// only the list still holds leaves it; the queue runs in order after the give-back.
-    #[test]
-    fn a_sweep_list_gives_back_only_what_stayed_idle_a_whole_period() {
-        use crate::defaults::GIVE_BACK_AFTER as AFTER;
-        use crate::queue::sweep_list::SweepList;
-        use std::time::Instant;
-        let rq = Arc::new(RunQueue::default());
-        let q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
-        keep_a_burst(&rq, &q, 0);
-        let mut list = SweepList::new();
-        list.push(q.clone());
-        let t0 = Instant::now();
-        assert_eq!(list.sweep(t0), Some(AFTER), "first seen");
-        assert_eq!(list.sweep(t0 + AFTER / 2), Some(AFTER - AFTER / 2));
-        keep_a_burst(&rq, &q, 2);
-        assert_eq!(
-            list.sweep(t0 + AFTER),
-            Some(AFTER),
-            "pushed to: the period restarts"
-        );
-        assert!(q.run.remote_head.keeps_a_block());
-        q.push_remote(Item(4));
-        assert_eq!(list.sweep(t0 + 3 * AFTER), Some(AFTER), "scheduled: kept");
-        let s = rq.take();
-        assert_eq!(run_all(&s, 4..5), TurnOutcome::Idle { release: false });
-        s.went_idle(false);
-        keep_a_burst(&rq, &q, 5);
-        assert_eq!(list.sweep(t0 + 4 * AFTER), Some(AFTER));
-        assert_eq!(list.sweep(t0 + 5 * AFTER), None, "idle a whole period");
-        assert!(q.run.remote_head.keeps_no_block(), "given back");
-        assert_eq!(list.len(), 0);
-        q.push_remote(Item(7));
-        q.push_remote(Item(8));
-        let s = rq.take();
-        assert_eq!(run_all(&s, 7..9), TurnOutcome::Idle { release: false });
-        s.went_idle(false);
-        // A queue nothing else holds: nothing can send to it.
-        let gone = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
-        keep_a_burst(&rq, &gone, 0);
-        list.push(gone);
-        assert_eq!(list.sweep(t0), None, "dropped");
-        assert_eq!(list.len(), 0);
-    }
-
-    /// A queue that took a burst from other threads while scheduled (two remote blocks'
-    /// worth) keeps neither block nor local slot once its turn leaves it idle, and the next
-    /// burst links blocks anew, in order, from the next lap's first index.
-    #[test]
-    fn an_idle_queue_keeps_nothing_of_a_burst() {
-        let rq = Arc::new(RunQueue::default());
-        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
-        for round in 0..3u32 {
-            let from = round * 100;
-            for i in from..from + 70 {
-                q.push_remote(Item(i));
-            }
-            let s = rq.take();
-            assert!(q.run.remote_head.has_block(), "the burst linked blocks");
-            assert_eq!(
-                run_all(&s, from..from + 70),
-                TurnOutcome::Idle { release: false }
-            );
-            s.went_idle(false);
-            assert!(
-                q.run.remote_head.keeps_no_block(),
-                "round {round}: no block kept"
-            );
-            let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
-            assert_eq!(
-                q.local_capacity_for_test(),
-                0,
-                "round {round}: no slot kept"
-            );
-        }
     }
 
     /// Runs the one demand of a scheduled queue; returns how its turn ended.

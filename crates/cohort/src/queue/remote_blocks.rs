@@ -341,15 +341,14 @@ impl<T: QueueItem> Head<T> {
     /// Whether a block was linked in (by the first remote push).
     #[inline]
     pub(crate) fn has_block(&self) -> bool {
-        !self.block.load(Ordering::Acquire).is_null()
+        !self.current().is_null()
     }
 
     /// Whether the head keeps a block, linked or spare (a sender that took a block for a
     /// link it did not make may leave it as the spare of a queue with none linked).
     #[inline]
     pub(crate) fn keeps_a_block(&self) -> bool {
-        !self.block.load(Ordering::Acquire).is_null()
-            || !self.spare.load(Ordering::Acquire).is_null()
+        self.has_block() || !self.spare.load(Ordering::Acquire).is_null()
     }
 
     /// Whether the head keeps no block at all (the tests' view of an idle queue).

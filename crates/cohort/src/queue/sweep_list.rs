@@ -150,3 +150,57 @@ pub(crate) fn sweep() -> Option<Duration> {
 pub(crate) fn forget() {
     drop(LISTED.with(|l| l.borrow_mut().take()));
 }
+
+#[cfg(all(test, not(cohort_loom)))]
+mod tests {
+    use super::SweepList;
+    use crate::defaults::GIVE_BACK_AFTER as AFTER;
+    use crate::queue::EventQueue;
+    use crate::queue::TurnOutcome;
+    use crate::queue::test_item::{Item, RunQueue, keep_a_burst, run_all};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    /// A sweep list gives back a queue's memory only once the queue has stayed idle with no
+    /// push for `GIVE_BACK_AFTER`: a push meanwhile starts the period again; a queue that
+    /// only the list still holds leaves it; the queue runs in order after the give-back.
+    #[test]
+    fn a_sweep_list_gives_back_only_what_stayed_idle_a_whole_period() {
+        let rq = Arc::new(RunQueue::default());
+        let q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        keep_a_burst(&rq, &q, 0);
+        let mut list = SweepList::new();
+        list.push(q.clone());
+        let t0 = Instant::now();
+        assert_eq!(list.sweep(t0), Some(AFTER), "first seen");
+        assert_eq!(list.sweep(t0 + AFTER / 2), Some(AFTER - AFTER / 2));
+        keep_a_burst(&rq, &q, 2);
+        assert_eq!(
+            list.sweep(t0 + AFTER),
+            Some(AFTER),
+            "pushed to: the period restarts"
+        );
+        assert!(q.run.remote_head.keeps_a_block());
+        q.push_remote(Item(4));
+        assert_eq!(list.sweep(t0 + 3 * AFTER), Some(AFTER), "scheduled: kept");
+        let s = rq.take();
+        assert_eq!(run_all(&s, 4..5), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        keep_a_burst(&rq, &q, 5);
+        assert_eq!(list.sweep(t0 + 4 * AFTER), Some(AFTER));
+        assert_eq!(list.sweep(t0 + 5 * AFTER), None, "idle a whole period");
+        assert!(q.run.remote_head.keeps_no_block(), "given back");
+        assert_eq!(list.len(), 0);
+        q.push_remote(Item(7));
+        q.push_remote(Item(8));
+        let s = rq.take();
+        assert_eq!(run_all(&s, 7..9), TurnOutcome::Idle { release: false });
+        s.went_idle(false);
+        // A queue nothing else holds: nothing can send to it.
+        let gone = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
+        keep_a_burst(&rq, &gone, 0);
+        list.push(gone);
+        assert_eq!(list.sweep(t0), None, "dropped");
+        assert_eq!(list.len(), 0);
+    }
+}
