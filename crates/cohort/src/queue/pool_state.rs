@@ -515,82 +515,9 @@ impl<T: QueueItem> Local<'_, T> {
 mod tests {
     use super::TurnOutcome;
     use crate::queue::test_item::{Item, RunQueue};
-    use crate::queue::{EventQueue, KEPT_CAPACITY, QueueArc, QueueItem, RunningGuard, Scheduled};
+    use crate::queue::{EventQueue, QueueArc, QueueItem, RunningGuard, Scheduled};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
-
-    /// A pool turn that runs a burst of its handler's own sends to the end, and leaves its
-    /// queue idle, gives back every slot they grew the local ring to; a turn that ends with
-    /// demands left keeps them, and its slots.
-    #[test]
-    fn a_turn_that_runs_its_queue_dry_gives_back_a_burst_s_slots() {
-        const BURST: u32 = 5_000;
-        let rq = Arc::new(RunQueue::default());
-        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
-        q.push_remote(Item(0));
-        let scheduled = rq.take();
-        assert!(std::ptr::eq(&*scheduled, &*q));
-        // SAFETY: this test took the queue from its run queue and is its one runner.
-        let running = unsafe { RunningGuard::enter(&*scheduled) };
-        let local = running.local();
-        assert_eq!(local.take_first(), Some(Item(0)));
-        for i in 1..=BURST {
-            local.push(Item(i));
-        }
-        for i in 1..BURST {
-            assert_eq!(local.pop(), Some(Item(i)));
-        }
-        assert_eq!(
-            running.end_turn(true),
-            TurnOutcome::Again,
-            "one demand left: the queue runs again"
-        );
-        // SAFETY: as above (the turn that follows).
-        let running = unsafe { RunningGuard::enter(&*scheduled) };
-        assert_eq!(running.local().pop(), Some(Item(BURST)));
-        let end = running.end_turn(true);
-        assert_eq!(end, TurnOutcome::Idle { release: false }, "run dry: idle");
-        scheduled.went_idle(false);
-        let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
-        assert_eq!(q.local_capacity_for_test(), 0, "idle: no slot kept");
-    }
-
-    /// A turn whose local ring runs dry while remote demands wait keeps the ring's first
-    /// slots for them (steady flow), and gives back only what a burst grew beyond that.
-    #[test]
-    fn a_turn_that_ends_with_remote_demands_waiting_keeps_the_ring_s_first_slots() {
-        let rq = Arc::new(RunQueue::default());
-        let mut q = EventQueue::<Item<u32>>::pooled(rq.clone(), 4);
-        q.push_remote(Item(0));
-        let scheduled = rq.take();
-        // SAFETY: this test took the queue from its run queue and is its one runner.
-        let running = unsafe { RunningGuard::enter(&*scheduled) };
-        let local = running.local();
-        assert_eq!(local.take_first(), Some(Item(0)));
-        for i in 1..=5_000 {
-            local.push(Item(i));
-        }
-        for i in 1..=5_000 {
-            assert_eq!(local.pop(), Some(Item(i)));
-        }
-        q.push_remote(Item(5_001));
-        assert_eq!(running.end_turn(true), TurnOutcome::Again, "a push waits");
-        // SAFETY: as above (the turn that follows).
-        let running = unsafe { RunningGuard::enter(&*scheduled) };
-        let local = running.local();
-        local.drain_remote(4);
-        assert_eq!(local.pop(), Some(Item(5_001)));
-        drop(running);
-        // SAFETY: nothing runs the queue now; the test reads its ring's size.
-        let kept = unsafe { (*q.run.local.get()).capacity() };
-        assert_eq!(kept, KEPT_CAPACITY);
-        // SAFETY: as above.
-        let running = unsafe { RunningGuard::enter(&*scheduled) };
-        assert_eq!(running.end_turn(true), TurnOutcome::Idle { release: false });
-        scheduled.went_idle(false);
-        let q = QueueArc::get_mut(&mut q).expect("nothing else holds the queue");
-        assert_eq!(q.local_capacity_for_test(), 0);
-    }
 
     /// Runs the one demand of a scheduled queue; returns how its turn ended.
     fn run_one(s: &Scheduled<Item<u32>>, want: u32) -> TurnOutcome {
